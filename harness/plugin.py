@@ -1,0 +1,167 @@
+"""pytest adapter: scenario files become test items; results become reports.
+
+Thin by design: loading lives in harness.scenario, running in harness.runner, reports
+in harness.report. Each matrix expansion is one item (`id[label]`), plus one
+`id[<join type>-agree]` item per join type that checks every strategy gives the same
+answer. Under xdist, every worker keeps one SparkSession; each item's result record
+travels to the controller in `user_properties`, where the reports are written once.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from . import report
+from .scenario import ScenarioError, expand, load_scenario
+
+RECORD_KEY = "harness_record"
+FAILING = {"failed", "error", "timeout", "correctness"}
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("join-harness", "Spark join scenario harness")
+    group.addoption("--report-dir", default="reports",
+                    help="where reports/<spark-version>/ are written (default: reports)")
+    group.addoption("--no-report", action="store_true", help="do not write JSON/HTML/JUnit reports")
+    group.addoption("--spark-master", default=None,
+                    help="Spark master URL (default: local[2], or $HARNESS_SPARK_MASTER)")
+
+
+def _reporting(config) -> bool:
+    return not config.getoption("no_report") and not hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    config.addinivalue_line("markers", "agreement: cross-strategy result check of a scenario")
+    config._harness_ids = {}
+    if _reporting(config):
+        config.pluginmanager.register(HarnessReporter(config), "join-harness-reporter")
+    if config.getoption("spark_master"):
+        os.environ["HARNESS_SPARK_MASTER"] = config.getoption("spark_master")
+    if _reporting(config) and getattr(config.option, "xmlpath", None) is None and _runs_scenarios(config):
+        config.option.xmlpath = str(report.version_dir(config.getoption("report_dir"), report.installed_spark()) /
+                                    "junit.xml")
+
+
+def _runs_scenarios(config) -> bool:
+    args = config.args or [str(config.rootpath)]
+    return any("scenarios" in Path(a.split("::")[0]).resolve().parts or a.endswith((".yaml", ".yml")) for a in args)
+
+
+def pytest_collect_file(file_path: Path, parent):
+    if file_path.suffix not in (".yaml", ".yml"):
+        return None
+    explicit = {Path(a.split("::")[0]).resolve() for a in parent.config.args}
+    if "scenarios" in file_path.resolve().parts or file_path.resolve() in explicit:
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+class ScenarioFile(pytest.File):
+    def collect(self):
+        scenario = load_scenario(self.path)
+        ids = self.config._harness_ids
+        owner = ids.setdefault(scenario.id, str(self.path))
+        if owner != str(self.path):
+            raise ScenarioError(self.path, scenario.line_of("id"), "id",
+                                f"duplicate id '{scenario.id}' (already used by {owner})")
+        cases = expand(scenario)
+        marks = [*scenario.data.get("tags", []), self.path.parent.name]
+        for mark in dict.fromkeys(m for m in marks if m.isidentifier()):
+            self.config.addinivalue_line("markers", f"{mark}: scenario tag")
+        from .runner import agreement_label, agreement_representatives
+        for case in cases:
+            item = ScenarioItem.from_parent(self, name=case.case_id, case=case)
+            for mark in marks:
+                item.add_marker(mark)
+            yield item
+        for case in agreement_representatives(cases):
+            item = AgreementItem.from_parent(self, name=f"{scenario.id}[{agreement_label(case)}]", case=case)
+            item.add_marker("agreement")
+            for mark in marks:
+                item.add_marker(mark)
+            yield item
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, ScenarioError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+
+class CaseFailed(Exception):
+    pass
+
+
+class ScenarioItem(pytest.Item):
+    def __init__(self, *, case, **kwargs):
+        super().__init__(**kwargs)
+        self.case = case
+
+    def _run(self, session):
+        from .runner import run_case
+        return run_case(self.case, session)
+
+    def runtest(self):
+        from .session import get_session
+        record = self._run(get_session())
+        self.user_properties.append((RECORD_KEY, json.dumps(record, default=str)))
+        if record["status"] == "skipped":
+            pytest.skip(record["message"])
+        if record["status"] in FAILING:
+            raise CaseFailed(f"[{record['status']}] {record['message']}")
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, CaseFailed):
+            return f"{self.path}:{self.case.scenario.line_of('id')}: {self.name}: {excinfo.value}"
+        if isinstance(excinfo.value, ScenarioError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, (self.case.scenario.line_of("id") or 1) - 1, self.name
+
+
+class AgreementItem(ScenarioItem):
+    def _run(self, session):
+        from .runner import run_agreement
+        return run_agreement(self.case, session)
+
+
+# --------------------------------------------------------------------------- controller
+
+class HarnessReporter:
+    """Gathers result records and invalid files on the controller; writes the reports."""
+
+    def __init__(self, config):
+        self.config = config
+        self.records: dict[str, dict] = {}
+        self.invalid: dict[str, str] = {}
+        self.written: list[Path] = []
+
+    def pytest_runtest_logreport(self, report):
+        for key, value in getattr(report, "user_properties", []):
+            if key == RECORD_KEY:
+                record = json.loads(value)
+                self.records[record["case_id"]] = record
+
+    def pytest_collectreport(self, report):
+        if report.failed and str(report.nodeid).endswith((".yaml", ".yml")):
+            self.invalid[report.nodeid] = str(report.longrepr).strip().splitlines()[-1]
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        if not self.records and not self.invalid:
+            return
+        invalid = [{"file": nodeid, "message": message} for nodeid, message in self.invalid.items()]
+        self.written = report.write_reports(self.config.getoption("report_dir"), list(self.records.values()), invalid)
+        if getattr(self.config.option, "xmlpath", None):
+            self.written.append(Path(self.config.option.xmlpath))
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.written:
+            terminalreporter.write_sep("-", "join harness reports")
+            for path in self.written:
+                terminalreporter.write_line(f"  {path}")

@@ -1,0 +1,394 @@
+"""Run one case on the shared SparkSession: tables → join → plans → (execute) → result.
+
+`run_case` returns a result record (see schemas/results.schema.json) with what was
+expected, what Spark did and the verdict. `run_agreement` re-runs a scenario's join
+with each strategy Spark can apply to it, forced by hints, and checks every one gives
+the same row count and checksum.
+"""
+from __future__ import annotations
+
+import re
+import time
+from functools import reduce
+
+from . import datagen, expect, plans
+from .scenario import JOIN_TYPES, Case, as_hint_list
+from .session import CaseScope, Session
+
+CHECKSUM_MOD = 1 << 64
+RESULT_ROWS_LIMIT = 1000
+# Nested-loop strategies compare every pair: the cross-strategy check only forces them
+# when the tables are small enough for that to stay cheap.
+NESTED_LOOP_PAIR_BUDGET = 20_000_000
+SQL_JOIN = {"inner": "JOIN", "cross": "CROSS JOIN", "left_outer": "LEFT OUTER JOIN",
+            "right_outer": "RIGHT OUTER JOIN", "full_outer": "FULL OUTER JOIN",
+            "left_semi": "LEFT SEMI JOIN", "left_anti": "LEFT ANTI JOIN"}
+# Logical plan nodes that are not queries: raw scenario SQL may not contain them.
+_NON_QUERY = re.compile(r"Command|Statement|^(Insert|Create|Drop|Alter|Delete|Update|MergeInto|Replace|Truncate|"
+                        r"Refresh|Cache|Uncache|Analyze|Load|Set|Reset|Use|Add|Show|Describe|Explain)")
+
+
+class ScenarioRuntimeError(Exception):
+    """The scenario asks for something the harness refuses at run time."""
+
+
+# --------------------------------------------------------------------------- query
+
+def _hint_name(hint) -> str:
+    return hint["name"] if isinstance(hint, dict) else hint
+
+
+def join_condition(F, join: dict):
+    parts = []
+    for pair in join.get("on", []):
+        left_col, right_col = (pair, pair) if isinstance(pair, str) else pair
+        parts.append(F.col(f"l.{left_col}") == F.col(f"r.{right_col}"))
+    if "condition" in join:
+        parts.append(F.expr(join["condition"]))
+    return reduce(lambda a, b: a & b, parts) if parts else None
+
+
+def sql_text(join: dict) -> str:
+    hints = [f"{_hint_name(h)}(l)" for h in as_hint_list(join.get("hints", {}).get("left"))]
+    hints += [f"{_hint_name(h)}(r)" for h in as_hint_list(join.get("hints", {}).get("right"))]
+    conditions = []
+    for pair in join.get("on", []):
+        left_col, right_col = (pair, pair) if isinstance(pair, str) else pair
+        conditions.append(f"l.{left_col} = r.{right_col}")
+    if "condition" in join:
+        conditions.append(f"({join['condition']})")
+    hint_text = f"/*+ {', '.join(hints)} */ " if hints else ""
+    on_text = f" ON {' AND '.join(conditions)}" if conditions else ""
+    join_type = JOIN_TYPES[join.get("type", "inner")]
+    return f"SELECT {hint_text}* FROM {join['left']} l {SQL_JOIN[join_type]} {join['right']} r{on_text}"
+
+
+def check_query_only(spark, text: str) -> None:
+    parsed = spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
+    stack = [parsed]
+    while stack:
+        node = stack.pop()
+        name = node.getClass().getSimpleName()
+        if _NON_QUERY.search(name):
+            raise ScenarioRuntimeError(f"join.sql must be a query; found a {name}")
+        seq = node.children()
+        stack.extend(seq.apply(i) for i in range(seq.size()))
+
+
+def build_query(spark, scope: CaseScope, join: dict, tables: dict):
+    from pyspark.sql import functions as F
+
+    if "sql" in join:
+        check_query_only(spark, join["sql"])
+        for name, df in tables.items():
+            scope.register_view(name, df)
+        return spark.sql(join["sql"])
+    if join.get("api", "dataframe") == "sql":
+        for name in {join["left"], join["right"]}:
+            scope.register_view(name, tables[name])
+        return spark.sql(sql_text(join))
+    left = tables[join["left"]].alias("l")
+    right = tables[join["right"]].alias("r")
+    for hint in as_hint_list(join.get("hints", {}).get("left")):
+        left = left.hint(_hint_name(hint))
+    for hint in as_hint_list(join.get("hints", {}).get("right")):
+        right = right.hint(_hint_name(hint))
+    join_type = JOIN_TYPES[join.get("type", "inner")]
+    condition = join_condition(F, join)
+    if condition is None:
+        return left.crossJoin(right) if join_type == "cross" else left.join(right, how=join_type)
+    return left.join(right, condition, join_type)
+
+
+def checksum_frame(query):
+    """count(*) and an order-independent checksum over every output column. Hashing all
+    columns keeps them all alive, so column pruning cannot change the planned join."""
+    from pyspark.sql import functions as F
+
+    renamed = query.toDF(*[f"c{i}" for i in range(len(query.columns))])
+    row_hash = F.xxhash64(*[F.col(c) for c in renamed.columns]).cast("decimal(38,0)")
+    return renamed.agg(F.count(F.lit(1)).alias("rows"), F.sum(row_hash).alias("hash_sum"))
+
+
+def _checksum_text(hash_sum) -> str:
+    return f"{int(hash_sum or 0) % CHECKSUM_MOD:016x}"
+
+
+# --------------------------------------------------------------------------- errors
+
+def describe_error(exc: BaseException) -> dict:
+    """Class and a one-line message, without the JVM stack."""
+    java_class = ""
+    java_exception = getattr(exc, "java_exception", None)
+    if java_exception is not None:
+        try:
+            java_class = str(java_exception.getClass().getName())
+        except Exception:
+            pass
+    text = str(exc).strip() or type(exc).__name__
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), text)
+    line = re.sub(r"^(An error occurred while calling [^\n]*?\.\s*)", "", line)
+    match = re.match(r"^([\w.$]+(?:Exception|Error)):\s*(.*)$", line)
+    if match and not java_class:
+        java_class, line = match.group(1), match.group(2)
+    if len(line) > 500:
+        line = line[:497] + "..."
+    cls = type(exc).__name__
+    if cls == "Py4JJavaError" and java_class:
+        cls = java_class.rsplit(".", 1)[-1]
+    return {"class": cls, "java_class": java_class, "message": line}
+
+
+# --------------------------------------------------------------------------- run
+
+def _build_tables(session: Session, scope: CaseScope, case: Case, names) -> dict:
+    tables = {}
+    spec = case.scenario.data["tables"]
+    for name in names:
+        table = spec[name]
+        tables[name] = datagen.build_table(session.spark, case.scenario.seed, name, table, session.workdir)
+        if table.get("materialize") == "cached":
+            scope.cached = True
+    return tables
+
+
+def _tables_used(case: Case) -> list[str]:
+    if "sql" in case.join:
+        return list(case.scenario.data["tables"])
+    return list(dict.fromkeys([case.join["left"], case.join["right"]]))
+
+
+def resolve_conf(conf: dict, estimates: list[dict]) -> dict:
+    """Replace `{estimate_of: side, plus, times}` values by bytes from the top join's estimate."""
+    resolved = {}
+    for key, value in conf.items():
+        if isinstance(value, dict):
+            if not estimates:
+                raise ScenarioRuntimeError(f"spark_conf.{key}: the query has no join to take an estimate from")
+            size = estimates[0][value["estimate_of"]]["size_in_bytes"]
+            value = int(size * value.get("times", 1)) + value.get("plus", 0)
+        resolved[key] = value
+    return resolved
+
+
+def _plan_summary(plan) -> dict:
+    return {"joins": [j.to_dict() for j in plans.join_nodes(plan)], "text": plans.plan_text(plan)}
+
+
+def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: dict,
+            execute: bool, collect_rows: bool) -> dict:
+    """Build, plan and optionally run the query; everything Spark showed, as data."""
+    timings = {}
+    start = time.perf_counter()
+    tables = _build_tables(session, scope, case, _tables_used(case))
+    absolute = {k: v for k, v in conf.items() if not isinstance(v, dict)}
+    for key, value in absolute.items():
+        scope.set_conf(key, value)
+    query = build_query(session.spark, scope, join, tables)
+    if len(absolute) != len(conf):
+        estimates = plans.join_estimates(query)
+        for key, value in resolve_conf(conf, estimates).items():
+            if key not in absolute:
+                scope.set_conf(key, value)
+        query = build_query(session.spark, scope, join, tables)
+    timings["build_s"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    frame = checksum_frame(query)
+    plan = plans.current_plan(frame)
+    observed = {
+        "adaptive": plans.is_adaptive(plan),
+        "initial": _plan_summary(plan),
+        "final": None,
+        "estimates": plans.join_estimates(frame),
+        "executed": False,
+        "rows": None,
+        "checksum": None,
+        "error": None,
+        "conf": {k: session.conf_value(k) for k in conf},
+    }
+    timings["plan_s"] = time.perf_counter() - start
+    scope.check_timeout()
+
+    if execute:
+        start = time.perf_counter()
+        row = frame.collect()[0]
+        scope.check_timeout()
+        observed.update(executed=True, rows=int(row["rows"]), checksum=_checksum_text(row["hash_sum"]))
+        observed["final"] = _plan_summary(plans.current_plan(frame))
+        if collect_rows:
+            observed["result_rows"] = expect.normalize_rows(query.limit(RESULT_ROWS_LIMIT + 1).collect())
+        timings["execute_s"] = time.perf_counter() - start
+    observed["timings"] = timings
+    return observed
+
+
+def _empty_observation() -> dict:
+    return {"adaptive": None, "initial": {"joins": [], "text": ""}, "final": None, "estimates": [],
+            "executed": False, "rows": None, "checksum": None, "error": None, "conf": {}, "timings": {}}
+
+
+def run_case(case: Case, session: Session) -> dict:
+    expected = expect.resolve(case, session.versions["spark"])
+    started = time.perf_counter()
+    observed = _empty_observation()
+    with session.case_scope(case.scenario.timeout) as scope:
+        try:
+            observed = observe(session, scope, case, case.join, case.spark_conf,
+                               execute=expect.needs_execution(expected) or not expect.has_assertions(expected),
+                               collect_rows="result_rows" in expected)
+        except ScenarioRuntimeError as exc:
+            observed["error"] = {"class": "ScenarioError", "java_class": "", "message": str(exc)}
+        except Exception as exc:  # Spark rejected or failed the query: that is an observation
+            observed["error"] = describe_error(exc)
+            if scope.timed_out.is_set():
+                observed["error"] = {"class": "Timeout", "java_class": "",
+                                     "message": f"cancelled after {case.scenario.timeout:g} s"}
+        observed["warnings"] = scope.warnings()
+    total = time.perf_counter() - started
+    return make_record(case, session, expected, observed, total)
+
+
+def _status(expected: dict, observed: dict, problems: list[str]) -> str:
+    error = observed.get("error")
+    if error and error["class"] == "Timeout":
+        return "timeout"
+    if not expect.has_assertions(expected):
+        return "error" if error else "observed"
+    if not problems:
+        return "passed"
+    return "error" if error and "error" not in expected else "failed"
+
+
+def _identity(case: Case, session: Session) -> dict:
+    return {
+        "scenario_id": case.scenario.id,
+        "file": str(case.scenario.path),
+        "line": case.scenario.line_of("id") or 1,
+        "tags": case.scenario.data.get("tags", []),
+        "bug": case.scenario.data.get("bug"),
+        "join_type": case.join_type if "sql" not in case.join else None,
+        "api": "sql" if "sql" in case.join else case.join.get("api", "dataframe"),
+        "versions": session.versions,
+        "master": session.master,
+    }
+
+
+def make_record(case: Case, session: Session, expected: dict, observed: dict, total_s: float) -> dict:
+    problems = expect.compare(expected, observed) if expect.has_assertions(expected) else []
+    status = _status(expected, observed, problems)
+    if status in ("error", "timeout") and not problems:
+        problems = [f"{observed['error']['class']}: {observed['error']['message']}"]
+    return {
+        **_identity(case, session),
+        "kind": "case",
+        "case_id": case.case_id,
+        "label": case.label,
+        "params": case.params,
+        "description": case.scenario.data["description"],
+        "status": status,
+        "message": "; ".join(problems),
+        "expected": expected,
+        "observed": observed,
+        "timings": {"total_s": round(total_s, 4), **{k: round(v, 4) for k, v in observed.get("timings", {}).items()}},
+    }
+
+
+# --------------------------------------------------------------------------- agreement
+
+def _pairs(case: Case) -> int:
+    tables = case.scenario.data["tables"]
+    sizes = [tables[name]["rows"] for name in _tables_used(case)]
+    return reduce(lambda a, b: a * max(b, 1), sizes, 1)
+
+
+def forced_variants(case: Case) -> list[tuple[str, dict, dict]]:
+    """(label, join spec, extra conf) for each strategy to force on this case's query."""
+    no_auto = {"spark.sql.autoBroadcastJoinThreshold": -1}
+    if "sql" in case.join:
+        return [("sort-merge-preferred", case.join, {**no_auto, "spark.sql.join.preferSortMergeJoin": True}),
+                ("broadcast-all", case.join, {"spark.sql.autoBroadcastJoinThreshold": 1 << 30})]
+    hinted = [("no hint", {}), ("BROADCAST@left", {"left": ["BROADCAST"]}),
+              ("BROADCAST@right", {"right": ["BROADCAST"]}), ("SHUFFLE_HASH@left", {"left": ["SHUFFLE_HASH"]}),
+              ("SHUFFLE_HASH@right", {"right": ["SHUFFLE_HASH"]}), ("MERGE", {"left": ["MERGE"]})]
+    if _pairs(case) <= NESTED_LOOP_PAIR_BUDGET:
+        hinted.append(("SHUFFLE_REPLICATE_NL", {"left": ["SHUFFLE_REPLICATE_NL"]}))
+    return [(label, {**case.join, "hints": hints}, no_auto) for label, hints in hinted]
+
+
+def run_agreement(case: Case, session: Session) -> dict:
+    """Force every strategy Spark can apply to this join; all must agree on the answer."""
+    started = time.perf_counter()
+    runs, problems = [], []
+    if "error" in expect.resolve(case, session.versions["spark"]):
+        return _agreement_record(case, session, "skipped", "Spark rejects this query on this version", [], [], started)
+    base_conf = {k: v for k, v in case.spark_conf.items() if not isinstance(v, dict)}
+    skip_nested_loop = _pairs(case) > NESTED_LOOP_PAIR_BUDGET
+    for label, join, extra in forced_variants(case):
+        with session.case_scope(case.scenario.timeout) as scope:
+            try:
+                observed = observe(session, scope, case, join, {**base_conf, **extra}, execute=True, collect_rows=False)
+            except Exception as exc:
+                err = describe_error(exc)
+                if scope.timed_out.is_set():
+                    err = {"class": "Timeout", "message": f"cancelled after {case.scenario.timeout:g} s"}
+                runs.append({"forced": label, "error": f"{err['class']}: {err['message']}"})
+                continue
+        joins = (observed["final"] or observed["initial"])["joins"]
+        top = joins[0] if joins else {"strategy": "none", "build_side": "none"}
+        if skip_nested_loop and top["strategy"] in ("CartesianProduct", "BroadcastNestedLoopJoin") \
+                and label != "no hint":
+            continue
+        runs.append({"forced": label, "strategy": top["strategy"], "build_side": top["build_side"],
+                     "rows": observed["rows"], "checksum": observed["checksum"]})
+    answered = [r for r in runs if "error" not in r]
+    if not answered:
+        status = "error"
+        problems.append("no forced strategy could run the query: " + "; ".join(r["error"] for r in runs))
+    else:
+        reference = answered[0]
+        for run in answered[1:]:
+            if (run["rows"], run["checksum"]) != (reference["rows"], reference["checksum"]):
+                problems.append(f"{run['strategy']} (build {run['build_side']}, forced {run['forced']}) gives "
+                                f"{run['rows']} rows / {run['checksum']}, but {reference['strategy']} "
+                                f"(forced {reference['forced']}) gives {reference['rows']} rows / "
+                                f"{reference['checksum']}")
+        status = "correctness" if problems else "passed"
+    strategies = sorted({(r["strategy"], r["build_side"]) for r in answered})
+    message = "; ".join(problems) if problems else f"{len(answered)} runs over {len(strategies)} strategies agree"
+    return _agreement_record(case, session, status, message, runs, strategies, started)
+
+
+def _agreement_record(case, session, status, message, runs, strategies, started) -> dict:
+    return {
+        **_identity(case, session),
+        "kind": "agreement",
+        "case_id": agreement_id(case),
+        "label": agreement_label(case),
+        "params": {k: v for k, v in case.params.items() if k == "join_type"},
+        "description": f"results agree across strategies: {case.scenario.data['description']}",
+        "status": status,
+        "message": message,
+        "expected": {},
+        "observed": {"agreement": runs, "strategies": [f"{s} ({b})" for s, b in strategies]},
+        "timings": {"total_s": round(time.perf_counter() - started, 4)},
+    }
+
+
+def agreement_label(case: Case) -> str:
+    return f"{case.join_type}-agree" if "sql" not in case.join else "agree"
+
+
+def agreement_id(case: Case) -> str:
+    return f"{case.scenario.id}[{agreement_label(case)}]"
+
+
+def agreement_representatives(cases: list[Case]) -> list[Case]:
+    """One case per distinct answer-defining variant (join type) of a scenario, skipping
+    variants whose every case expects Spark to reject the query."""
+    chosen: dict[str, Case] = {}
+    for case in cases:
+        key = agreement_label(case)
+        if key not in chosen and "error" not in case.expect:
+            chosen[key] = case
+    return list(chosen.values())

