@@ -304,10 +304,12 @@ def _pairs(case: Case) -> int:
 
 def forced_variants(case: Case) -> list[tuple[str, dict, dict]]:
     """(label, join spec, extra conf) for each strategy to force on this case's query."""
-    no_auto = {"spark.sql.autoBroadcastJoinThreshold": -1}
+    # Few shuffle partitions: the forced strategies do not depend on them, and 200 tiny
+    # tasks per shuffle would make this check cost more than all cases together.
+    no_auto = {"spark.sql.autoBroadcastJoinThreshold": -1, "spark.sql.shuffle.partitions": 8}
     if "sql" in case.join:
         return [("sort-merge-preferred", case.join, {**no_auto, "spark.sql.join.preferSortMergeJoin": True}),
-                ("broadcast-all", case.join, {"spark.sql.autoBroadcastJoinThreshold": 1 << 30})]
+                ("broadcast-all", case.join, {**no_auto, "spark.sql.autoBroadcastJoinThreshold": 1 << 30})]
     hinted = [("no hint", {}), ("BROADCAST@left", {"left": ["BROADCAST"]}),
               ("BROADCAST@right", {"right": ["BROADCAST"]}), ("SHUFFLE_HASH@left", {"left": ["SHUFFLE_HASH"]}),
               ("SHUFFLE_HASH@right", {"right": ["SHUFFLE_HASH"]}), ("MERGE", {"left": ["MERGE"]})]
