@@ -93,7 +93,8 @@ def is_adaptive(plan) -> bool:
 
 
 def final_plan_reached(plan) -> bool:
-    return is_adaptive(plan) and _safe_str(lambda: plan.isFinalPlan()) == "true"
+    # isFinalPlan is private in AdaptiveSparkPlanExec; its node string shows it.
+    return is_adaptive(plan) and "isFinalPlan=true" in plan_text(plan).split("\n", 1)[0]
 
 
 def plan_text(plan) -> str:

@@ -38,6 +38,8 @@ def _reporting(config) -> bool:
 def pytest_configure(config):
     config.addinivalue_line("markers", "agreement: cross-strategy result check of a scenario")
     config._harness_ids = {}
+    # One broken scenario file must not stop the others from running.
+    config.option.continue_on_collection_errors = True
     if _reporting(config):
         config.pluginmanager.register(HarnessReporter(config), "join-harness-reporter")
     if config.getoption("spark_master"):

@@ -217,7 +217,9 @@ def validate(path: Path, data: Any, lines: dict) -> None:
         raise ScenarioError(path, 1, "", "a scenario file must be a mapping at the top level")
     errors = sorted(scenario_validator().iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if errors:
-        best = jsonschema.exceptions.best_match(errors)
+        # A misspelt field also makes the right one "missing": name the typo first.
+        typos = [e for e in errors if e.validator == "additionalProperties"]
+        best = max(typos, key=lambda e: len(e.absolute_path)) if typos else jsonschema.exceptions.best_match(errors)
         raise _schema_error(path, lines, best)
     _check_semantics(path, data, lines)
 

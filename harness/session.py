@@ -8,6 +8,7 @@ whatever the case cached or registered.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import platform
 import shutil
@@ -76,6 +77,16 @@ def _log_configs(workdir: Path, hint_log: Path) -> tuple[Path, Path]:
     return log4j2, log4j1
 
 
+def _quiet_python_side_logs() -> None:
+    """PySpark 4 logs every analysis error with its JVM stack from Python; the harness
+    reports the one-line message itself."""
+    try:
+        from pyspark.logger import PySparkLogger
+        PySparkLogger.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+    except ImportError:  # PySpark 3.x has no such logger
+        pass
+
+
 class Session:
     def __init__(self, master: str = "local[2]", extra_conf: dict | None = None):
         ensure_java()
@@ -99,6 +110,7 @@ class Session:
             builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
         self.spark.sparkContext.setLogLevel("ERROR")
+        _quiet_python_side_logs()
         self._sql_conf = self.spark._jsparkSession.sessionState().conf()
         jvm = self.spark.sparkContext._jvm
         self.versions = {

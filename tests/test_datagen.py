@@ -1,0 +1,93 @@
+"""Data generation: deterministic across runs and partition counts; distributions as asked."""
+import pytest
+
+from harness import datagen
+from harness.runner import _checksum_text, checksum_frame
+
+SPEC = {
+    "rows": 20000,
+    "columns": {
+        "seq": {"sequence": {"start": 5, "step": 2}},
+        "k": {"key": {"cardinality": 100}},
+        "n": {"key": {"cardinality": 1000}, "nulls": 0.25},
+        "hot": {"key": {"cardinality": 1000, "hot_fraction": 0.5, "hot_keys": 1}},
+        "z": {"key": {"cardinality": 1000, "zipf": 1.1}},
+        "amount": {"uniform": {"min": 1, "max": 100}, "type": "decimal(10,2)"},
+        "day": {"uniform": {"min": "2024-01-01", "max": "2024-01-31"}, "type": "date"},
+        "ts": {"uniform": {"min": "2024-01-01T00:00:00", "max": "2024-01-02T00:00:00"}, "type": "timestamp"},
+        "name": {"faker": {"provider": "name", "pool": 50}},
+        "color": {"values": ["red", "green", "blue"], "weights": [6, 3, 1]},
+        "e": {"expr": "id % 7"},
+    },
+}
+
+
+def checksum(session, spec, seed=42):
+    df = datagen.build_table(session.spark, seed, "t", spec, session.workdir)
+    row = checksum_frame(df).collect()[0]
+    return row["rows"], _checksum_text(row["hash_sum"])
+
+
+def test_same_seed_same_checksum_any_partitioning(session):
+    first = checksum(session, SPEC)
+    assert first == checksum(session, SPEC)
+    assert first == checksum(session, {**SPEC, "partitions": 7})
+    assert first[0] == 20000
+
+
+def test_other_seed_other_data(session):
+    assert checksum(session, SPEC, seed=1) != checksum(session, SPEC, seed=2)
+
+
+def test_materializations_hold_the_same_rows(session):
+    small = {**SPEC, "rows": 500}
+    lazy = checksum(session, small)
+    assert checksum(session, {**small, "materialize": "parquet"}) == lazy
+    assert checksum(session, {**small, "materialize": "local"}) == lazy
+
+
+def stats(session, expr):
+    df = datagen.build_table(session.spark, 42, "t", SPEC, session.workdir)
+    return df.selectExpr(expr).collect()[0][0]
+
+
+def test_cardinality_and_nulls(session):
+    assert stats(session, "count(DISTINCT k)") == 100
+    assert 0 <= stats(session, "min(k)") and stats(session, "max(k)") < 100
+    null_fraction = stats(session, "avg(CASE WHEN n IS NULL THEN 1.0 ELSE 0.0 END)")
+    assert abs(float(null_fraction) - 0.25) < 0.02
+
+
+def test_skew(session):
+    hot_fraction = stats(session, "avg(CASE WHEN hot = 0 THEN 1.0 ELSE 0.0 END)")
+    assert abs(float(hot_fraction) - 0.5) < 0.03
+    # Zipf: the most frequent key holds far more than a uniform share (1/1000)
+    df = datagen.build_table(session.spark, 42, "t", SPEC, session.workdir)
+    top = df.groupBy("z").count().orderBy("count", ascending=False).first()["count"]
+    assert top / 20000 > 0.05
+
+
+def test_ranges_and_weights(session):
+    assert stats(session, "min(seq)") == 5 and stats(session, "max(seq)") == 5 + 2 * 19999
+    assert float(stats(session, "min(amount)")) >= 1 and float(stats(session, "max(amount)")) <= 100
+    assert str(stats(session, "min(day)")) >= "2024-01-01" and str(stats(session, "max(day)")) <= "2024-01-31"
+    red = float(stats(session, "avg(CASE WHEN color = 'red' THEN 1.0 ELSE 0.0 END)"))
+    assert abs(red - 0.6) < 0.02
+    assert stats(session, "count(DISTINCT name)") <= 50
+
+
+def test_faker_pool_is_cached_and_deterministic(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path))
+    datagen.faker_pool.cache_clear()
+    pool = datagen.faker_pool("city", "en_US", 20, 123)
+    datagen.faker_pool.cache_clear()
+    assert datagen.faker_pool("city", "en_US", 20, 123) == pool
+    assert list(tmp_path.rglob("city-20-123.json"))
+    assert datagen.faker_pool("city", "en_US", 20, 124) != pool
+
+
+def test_bad_faker_provider():
+    with pytest.raises(datagen.DataGenError, match="not allowed"):
+        datagen.faker_pool("binary", "en_US", 1, 1)
+    with pytest.raises(datagen.DataGenError, match="unknown Faker provider"):
+        datagen.faker_pool("no_such_provider", "en_US", 1, 1)

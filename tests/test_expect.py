@@ -1,0 +1,76 @@
+"""Expectation resolution (version specifiers, matrix values) and comparison."""
+from harness import expect
+from harness.scenario import expand, load_scenario
+from tests.conftest import MINIMAL
+
+VERSIONED = MINIMAL.replace("expect:", """matrix:
+  join_type: [inner, left_outer]
+expect:""") + """  overrides:
+    - when: {spark: ">=3.5", join_type: left_outer}
+      strategy: ShuffledHashJoin
+      build_side: left
+    - when: {spark: "<3.1"}
+      strategy: SortMergeJoin
+"""
+
+
+def cases(write_scenario, text=VERSIONED):
+    return {c.label: c for c in expand(load_scenario(write_scenario(text)))}
+
+
+def test_version_specific_overrides(write_scenario):
+    by_label = cases(write_scenario)
+    left = by_label["left_outer"]
+    assert expect.resolve(left, "3.5.7")["strategy"] == "ShuffledHashJoin"
+    assert expect.resolve(left, "4.1.0.dev0")["build_side"] == "left"
+    assert expect.resolve(left, "3.4.4") == {"strategy": "BroadcastHashJoin", "build_side": "right", "plan": "initial"}
+    inner = by_label["inner"]
+    assert expect.resolve(inner, "4.3.0")["strategy"] == "BroadcastHashJoin"
+    old = expect.resolve(inner, "3.0.3")
+    assert old["strategy"] == "SortMergeJoin" and "build_side" not in old
+
+
+def observed(strategy="BroadcastHashJoin", build="right", **extra):
+    node = {"strategy": strategy, "build_side": build}
+    return {"initial": {"joins": [node]}, "final": None, "rows": 10, "checksum": "00000000000000aa",
+            "warnings": [], "estimates": [{"left": {"size_in_bytes": 800}, "right": {"size_in_bytes": 80}}],
+            "error": None, **extra}
+
+
+def test_compare_passes_and_fails_on_strategy_and_build_side():
+    want = {"strategy": "BroadcastHashJoin", "build_side": "right", "plan": "initial"}
+    assert expect.compare(want, observed()) == []
+    assert expect.compare(want, observed(build="left")) == [
+        "initial plan: expected build side right, observed BroadcastHashJoin (build left)"]
+    assert "expected BroadcastHashJoin, observed SortMergeJoin" in expect.compare(want, observed("SortMergeJoin", "none"))[0]
+
+
+def test_compare_rows_checksum_warnings_estimates():
+    want = {"plan": "initial", "rows": 11, "checksum": "00000000000000aa", "warnings": ["overridden"],
+            "estimates": {"right": {"max": 50}}}
+    problems = expect.compare(want, observed())
+    assert any("expected 11 rows" in p for p in problems)
+    assert any("/overridden/" in p for p in problems)
+    assert any("right estimate 80 B is above" in p for p in problems)
+    assert not any("checksum" in p for p in problems)
+    assert expect.compare({"plan": "initial", "warnings": []}, observed(warnings=["Hint x"])) == [
+        "expected no hint warnings, observed: Hint x"]
+
+
+def test_compare_errors():
+    err = {"class": "AnalysisException", "java_class": "org.apache.spark.sql.AnalysisException",
+           "message": "[UNSUPPORTED_FEATURE] nope"}
+    assert expect.compare({"plan": "initial", "error": {"class": "AnalysisException", "message": "UNSUPPORTED"}},
+                          observed(error=err)) == []
+    assert expect.compare({"plan": "initial", "error": {"message": "other"}}, observed(error=err))
+    assert expect.compare({"plan": "initial", "strategy": "BroadcastHashJoin"}, observed(error=err))[0].startswith(
+        "unexpected error AnalysisException")
+    assert "succeeded" in expect.compare({"plan": "initial", "error": {"class": "X"}}, observed())[0]
+
+
+def test_result_rows_compare_order_independent():
+    want = {"plan": "initial", "result_rows": [[2, "b"], [1, "a"], [None, "c"]]}
+    got = observed(result_rows=expect.normalize_rows([(1, "a"), (None, "c"), (2, "b")]))
+    assert expect.compare(want, got) == []
+    got_bad = observed(result_rows=expect.normalize_rows([(1, "a"), (3, "c"), (2, "b")]))
+    assert expect.compare(want, got_bad)

@@ -1,0 +1,60 @@
+"""Plan inspection from the JVM plan objects, before and after execution."""
+from pyspark.sql import functions as F
+
+from harness import plans
+
+
+def frames(session, hint=None, how="inner"):
+    spark = session.spark
+    left = spark.range(0, 100000).select((F.col("id") % 100).alias("k"), F.col("id").alias("v"))
+    right = spark.range(0, 100).select(F.col("id").alias("k"))
+    if hint:
+        right = right.hint(hint)
+    return left.join(right, "k", how)
+
+
+def test_broadcast_hash_join_build_right(session):
+    nodes = plans.join_nodes(plans.current_plan(frames(session)))
+    assert [(n.strategy, n.build_side, n.join_type) for n in nodes] == [("BroadcastHashJoin", "right", "Inner")]
+    assert "k" in nodes[0].left_keys
+
+
+def test_merge_hint_gives_sort_merge(session):
+    nodes = plans.join_nodes(plans.current_plan(frames(session, "merge", "left_outer")))
+    assert [(n.strategy, n.build_side, n.join_type) for n in nodes] == [("SortMergeJoin", "none", "LeftOuter")]
+
+
+def test_final_adaptive_plan_is_walked_through_query_stages(session):
+    spark = session.spark
+    spark.conf.set("spark.sql.adaptive.enabled", "true")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        df = frames(session)
+        before = plans.current_plan(df)
+        assert plans.is_adaptive(before) and not plans.final_plan_reached(before)
+        assert [n.strategy for n in plans.join_nodes(before)] == ["SortMergeJoin"]
+        df.collect()
+        after = plans.current_plan(df)
+        assert plans.final_plan_reached(after)
+        assert [n.strategy for n in plans.join_nodes(after)] == ["SortMergeJoin"]
+        assert "QueryStage" in plans.plan_text(after) or "AQEShuffleRead" in plans.plan_text(after)
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+        spark.conf.unset("spark.sql.adaptive.enabled")
+
+
+def test_estimates_from_optimized_plan(session):
+    estimates = plans.join_estimates(frames(session))
+    assert len(estimates) == 1
+    # a projection of spark.range: rows x (8 + column widths) / 2
+    assert estimates[0]["right"]["size_in_bytes"] == 100 * (8 + 8) // 2
+    assert estimates[0]["left"]["size_in_bytes"] == 100000 * (8 + 16) // 2
+
+
+def test_chain_reports_every_join_in_order(session):
+    spark = session.spark
+    a = spark.range(0, 1000).select(F.col("id").alias("k"))
+    b = spark.range(0, 10).select(F.col("id").alias("k"))
+    c = spark.range(0, 10).select(F.col("id").alias("k"))
+    df = a.join(b.hint("merge"), "k").join(c, "k")
+    assert [n.strategy for n in plans.join_nodes(plans.current_plan(df))] == ["BroadcastHashJoin", "SortMergeJoin"]

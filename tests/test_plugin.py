@@ -1,0 +1,55 @@
+"""The pytest adapter: one-line collection errors per bad file, items per case."""
+import textwrap
+
+from tests.conftest import MINIMAL
+
+pytest_plugins = ["pytester"]
+
+
+def make_suite(pytester, files):
+    scenarios = pytester.mkdir("scenarios")
+    for name, text in files.items():
+        (scenarios / name).write_text(textwrap.dedent(text))
+    return scenarios
+
+
+def test_bad_file_fails_alone_with_one_line(pytester, session):
+    make_suite(pytester, {
+        "good.yaml": MINIMAL,
+        "broken.yaml": MINIMAL.replace("id: minimal", "id: broken").replace("right: b", "right: nope"),
+        "dup.yaml": MINIMAL,
+    })
+    result = pytester.runpytest("scenarios", "--no-report", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, errors=2)  # the case and its agreement check
+    out = result.stdout.str()
+    assert "broken.yaml:14: join.right: unknown table 'nope'" in out
+    assert "duplicate id 'minimal'" in out
+    assert "Traceback" not in out
+
+
+def test_failing_expectation_reads_like_the_rule(pytester, session):
+    make_suite(pytester, {"wrong.yaml": MINIMAL.replace("build_side: right", "build_side: left")})
+    result = pytester.runpytest("scenarios", "--no-report", "-p", "no:cacheprovider", "-k", "not agree")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*minimal: [[]failed[]] initial plan: expected build side left, "
+                                 "observed BroadcastHashJoin (build right)*"])
+
+
+def test_spark_error_is_one_line(pytester, session):
+    bad_expr = MINIMAL.replace("k: {sequence: {}}", "k: {expr: \"no_such_function(id)\"}")
+    make_suite(pytester, {"err.yaml": bad_expr})
+    result = pytester.runpytest("scenarios", "--no-report", "-p", "no:cacheprovider", "-k", "not agree")
+    result.assert_outcomes(failed=1)
+    line = [ln for ln in result.stdout.lines if "minimal: [error]" in ln]
+    assert line and "no_such_function" in line[0]
+    assert "at org.apache" not in result.stdout.str()
+
+
+def test_reports_written_for_a_run(pytester, session):
+    make_suite(pytester, {"good.yaml": MINIMAL})
+    result = pytester.runpytest("scenarios", "--report-dir", "out", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    version = session.versions["spark"]
+    assert (pytester.path / "out" / version / "results.json").exists()
+    assert (pytester.path / "out" / version / "index.html").exists()
+    assert (pytester.path / "out" / version / "junit.xml").exists()

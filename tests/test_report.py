@@ -1,0 +1,33 @@
+"""results.json follows schemas/results.schema.json; HTML is written atomically."""
+import json
+
+from harness import report
+from harness.runner import run_case
+from harness.scenario import expand, load_scenario
+from tests.conftest import MINIMAL
+
+
+def test_real_run_writes_valid_reports(session, write_scenario, tmp_path):
+    text = MINIMAL.replace("expect:", "matrix:\n  join_type: [inner, full_outer]\nexpect:") + \
+        "  overrides:\n    - when: {join_type: full_outer}\n      strategy: SortMergeJoin\n"
+    records = [run_case(case, session) for case in expand(load_scenario(write_scenario(text)))]
+    assert [r["status"] for r in records] == ["passed", "passed"]
+    records[1]["status"], records[1]["message"] = "failed", "initial plan: expected X"
+    written = report.write_reports(tmp_path / "reports", records, [{"file": "bad.yaml", "message": "bad.yaml:3: x"}])
+    results = json.loads(written[0].read_text())
+    report.validate_results(results)
+    assert results["versions"]["spark"] == session.versions["spark"]
+    assert results["summary"]["by_status"] == {"failed": 1, "invalid": 1, "passed": 1}
+    assert results["cases"][0]["status"] == "failed"  # failures first
+    html = written[1].read_text()
+    assert "minimal[full_outer]" in html and "bad.yaml:3: x" in html and "SortMergeJoin" in html
+    assert not list(written[0].parent.glob(".*tmp"))  # no temp files left behind
+
+
+def test_summary_counts_strategies():
+    records = [{"kind": "case", "status": "passed", "timings": {"total_s": 1.0},
+                "observed": {"initial": {"joins": [{"strategy": s, "build_side": "none"}]}, "final": None}}
+               for s in ("SortMergeJoin", "SortMergeJoin", "BroadcastHashJoin")]
+    summary = report.summarize(records, [])
+    assert summary["by_strategy"] == {"SortMergeJoin": 2, "BroadcastHashJoin": 1}
+    assert summary["total_case_seconds"] == 3.0
