@@ -273,8 +273,22 @@ def table_fingerprint(seed: int, name: str, spec: dict) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
+_TABLES: dict = {}
+
+
 def build_table(spark, seed: int, name: str, spec: dict, workdir: Path):
-    """The table as a DataFrame, materialised as the spec says (lazy by default)."""
+    """The table as a DataFrame, materialised as the spec says (lazy by default).
+    DataFrames are immutable plans, so all but `cached` ones are reused across cases
+    (a cache is dropped after each case, which would change a reused frame's estimate)."""
+    if spec.get("materialize") == "cached":
+        return _build_table(spark, seed, name, spec, workdir)
+    key = (id(spark), table_fingerprint(seed, name, spec))
+    if key not in _TABLES:
+        _TABLES[key] = _build_table(spark, seed, name, spec, workdir)
+    return _TABLES[key]
+
+
+def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path):
     from pyspark.sql import functions as F
 
     rows = spec["rows"]

@@ -97,12 +97,17 @@ def final_plan_reached(plan) -> bool:
     return is_adaptive(plan) and "isFinalPlan=true" in plan_text(plan).split("\n", 1)[0]
 
 
+PLAN_TEXT_LIMIT = 20_000
+
+
 def plan_text(plan) -> str:
-    """Indented tree text for reports (the adaptive wrapper shows its current plan)."""
+    """Indented tree text for reports (the adaptive wrapper shows its current plan),
+    capped: Faker pools are literals and would make it huge."""
     try:
-        return str(plan.treeString())
+        text = str(plan.treeString())
     except Exception:
-        return str(plan.toString())
+        text = str(plan.toString())
+    return text if len(text) <= PLAN_TEXT_LIMIT else text[:PLAN_TEXT_LIMIT] + "\n... (truncated)"
 
 
 def join_estimates(dataframe) -> list[dict]:

@@ -1,0 +1,105 @@
+"""Speed figures for the harness (run with `make bench`; not part of the timed tests).
+
+Prints: session start, generated rows/s for a 5-column table with one Faker column,
+plan-only cases per second after warm-up, and the median time of a case that executes a
+200k x 2k join with a checksum.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness import datagen  # noqa: E402
+from harness.runner import checksum_frame, run_case  # noqa: E402
+from harness.scenario import expand, load_scenario  # noqa: E402
+from harness.session import get_session  # noqa: E402
+
+GEN_SPEC = {
+    "rows": 5_000_000,
+    "columns": {
+        "id": {"sequence": {}},
+        "k": {"key": {"cardinality": 100000}},
+        "amount": {"uniform": {"min": 0, "max": 1000}, "type": "decimal(10,2)"},
+        "day": {"uniform": {"min": "2020-01-01", "max": "2024-12-31"}, "type": "date"},
+        "name": {"faker": {"provider": "name", "pool": 10000}},
+    },
+}
+
+SCENARIO = """\
+id: bench_{mode}
+description: benchmark
+tables:
+  fact:
+    rows: 200000
+    columns:
+      k: {{key: {{cardinality: 2000}}}}
+      v: {{uniform: {{min: 0, max: 100}}}}
+  dim:
+    rows: 2000
+    columns:
+      k: {{sequence: {{}}}}
+      name: {{faker: {{provider: name, pool: 500}}}}
+join:
+  left: fact
+  right: dim
+  on: [k]
+matrix:
+  join_type: [inner, left_outer, left_semi, left_anti]
+  conf:
+    spark.sql.adaptive.enabled: [true, false]
+    spark.sql.autoBroadcastJoinThreshold: [10485760, -1]
+expect:
+  strategy: {strategy}
+"""
+
+
+def main() -> None:
+    started = time.perf_counter()
+    session = get_session()
+    print(f"session start: {time.perf_counter() - started:.1f} s  (Spark {session.versions['spark']}, "
+          f"Java {session.versions['java']}, {session.master})")
+
+    df = datagen.build_table(session.spark, 42, "bench", GEN_SPEC, session.workdir)
+    checksum_frame(df).collect()  # warm-up (also builds the Faker pool)
+    timings = []
+    for _ in range(3):
+        t = time.perf_counter()
+        checksum_frame(datagen.build_table(session.spark, 42, "bench", GEN_SPEC, session.workdir)).collect()
+        timings.append(time.perf_counter() - t)
+    best = min(timings)
+    cores = session.spark.sparkContext.defaultParallelism
+    print(f"datagen: {GEN_SPEC['rows']:,} rows x 5 columns (1 Faker) in {best:.2f} s = "
+          f"{GEN_SPEC['rows'] / best / 1e6:.2f} M rows/s on {cores} cores "
+          f"({GEN_SPEC['rows'] / best / cores / 1e6:.2f} M rows/s per core)")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        plan_path = Path(tmp) / "plan.yaml"
+        plan_path.write_text(textwrap.dedent(SCENARIO.format(mode="plan", strategy="BroadcastHashJoin")))
+        cases = expand(load_scenario(plan_path))
+        for case in cases[:4]:
+            run_case(case, session)  # warm-up
+        t = time.perf_counter()
+        rounds = 3
+        for _ in range(rounds):
+            for case in cases:
+                run_case(case, session)
+        elapsed = time.perf_counter() - t
+        n = rounds * len(cases)
+        print(f"plan-only cases: {n} in {elapsed:.2f} s = {n / elapsed:.1f} cases/s")
+
+        exec_path = Path(tmp) / "exec.yaml"
+        exec_path.write_text(textwrap.dedent(SCENARIO.format(mode="exec", strategy="BroadcastHashJoin")
+                                             .replace("expect:\n", "expect:\n  plan: final\n")))
+        durations = [run_case(case, session)["timings"]["total_s"] for case in expand(load_scenario(exec_path))]
+        print(f"executed 200k x 2k join cases: median {statistics.median(durations):.2f} s "
+              f"(min {min(durations):.2f}, max {max(durations):.2f}, n={len(durations)})")
+
+
+if __name__ == "__main__":
+    main()
