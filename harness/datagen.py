@@ -58,26 +58,25 @@ def _below(column_seed: int, salt: int, n: int) -> str:
     return f"pmod({_hash(column_seed, salt)}, {int(n)})"
 
 
+# How a non-negative long becomes a value of each type, injectively.
+_FROM_LONG = {
+    "long": "{}", "bigint": "{}",
+    "int": "CAST({} AS INT)",
+    "double": "CAST({} AS DOUBLE)",
+    "string": "concat('k', CAST({} AS STRING))",
+    "boolean": "(pmod({}, 2) = 1)",
+    "date": "date_add(DATE'2000-01-01', CAST({} AS INT))",
+    "timestamp": "timestamp_seconds(946684800 + {})",
+}
+
+
 def _typed_from_long(expr: str, type_name: str) -> str:
-    """Map a non-negative long to a value of the column's type, injectively."""
     t = type_name.replace(" ", "")
-    if t in ("long", "bigint"):
-        return expr
-    if t == "int":
-        return f"CAST({expr} AS INT)"
-    if t == "double":
-        return f"CAST({expr} AS DOUBLE)"
-    if t == "string":
-        return f"concat('k', CAST({expr} AS STRING))"
-    if t == "boolean":
-        return f"(pmod({expr}, 2) = 1)"
-    if t == "date":
-        return f"date_add(DATE'2000-01-01', CAST({expr} AS INT))"
-    if t == "timestamp":
-        return f"timestamp_seconds(946684800 + {expr})"
     if t.startswith("decimal"):
         return f"CAST({expr} AS {t.upper()})"
-    raise DataGenError(f"unsupported type '{type_name}'")
+    if t not in _FROM_LONG:
+        raise DataGenError(f"unsupported type '{type_name}'")
+    return _FROM_LONG[t].format(expr)
 
 
 def _zipf_rank(column_seed: int, n: int, s: float) -> str:
