@@ -14,7 +14,7 @@ from decimal import Decimal
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from .scenario import JOIN_TYPES, Case, as_hint_list, normalize_build_side, normalize_strategy
+from .scenario import JOIN_TYPES, Case, as_hint_list, hint_name, normalize_build_side, normalize_strategy
 
 EXPECTATION_KEYS = ("strategy", "build_side", "joins", "plan", "rows", "checksum", "result_rows",
                     "error", "warnings", "estimates")
@@ -29,7 +29,7 @@ def spark_version(text: str) -> Version:
 
 
 def _hint_names(value) -> list[str]:
-    return [(h["name"] if isinstance(h, dict) else h).upper() for h in as_hint_list(value)]
+    return [hint_name(h).upper() for h in as_hint_list(value)]
 
 
 def _conf_equal(expected, actual) -> bool:

@@ -13,7 +13,7 @@ import time
 from functools import reduce
 
 from . import datagen, expect, plans
-from .scenario import JOIN_TYPES, Case, as_hint_list
+from .scenario import JOIN_TYPES, Case, as_hint_list, hint_name
 from .session import CaseScope, Session
 
 CHECKSUM_MOD = 1 << 64
@@ -35,10 +35,6 @@ class ScenarioRuntimeError(Exception):
 
 # --------------------------------------------------------------------------- query
 
-def _hint_name(hint) -> str:
-    return hint["name"] if isinstance(hint, dict) else hint
-
-
 def join_condition(F, join: dict):
     parts = []
     for pair in join.get("on", []):
@@ -50,8 +46,8 @@ def join_condition(F, join: dict):
 
 
 def sql_text(join: dict) -> str:
-    hints = [f"{_hint_name(h)}(l)" for h in as_hint_list(join.get("hints", {}).get("left"))]
-    hints += [f"{_hint_name(h)}(r)" for h in as_hint_list(join.get("hints", {}).get("right"))]
+    hints = [f"{hint_name(h)}(l)" for h in as_hint_list(join.get("hints", {}).get("left"))]
+    hints += [f"{hint_name(h)}(r)" for h in as_hint_list(join.get("hints", {}).get("right"))]
     conditions = []
     for pair in join.get("on", []):
         left_col, right_col = (pair, pair) if isinstance(pair, str) else pair
@@ -91,9 +87,9 @@ def build_query(spark, scope: CaseScope, join: dict, tables: dict):
     left = tables[join["left"]].alias("l")
     right = tables[join["right"]].alias("r")
     for hint in as_hint_list(join.get("hints", {}).get("left")):
-        left = left.hint(_hint_name(hint))
+        left = left.hint(hint_name(hint))
     for hint in as_hint_list(join.get("hints", {}).get("right")):
-        right = right.hint(_hint_name(hint))
+        right = right.hint(hint_name(hint))
     join_type = JOIN_TYPES[join.get("type", "inner")]
     condition = join_condition(F, join)
     if condition is None:

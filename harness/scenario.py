@@ -224,10 +224,9 @@ def validate(path: Path, data: Any, lines: dict) -> None:
     _check_semantics(path, data, lines)
 
 
-def _hint_name(hint) -> tuple[str, bool]:
-    if isinstance(hint, dict):
-        return hint["name"], bool(hint.get("unknown"))
-    return hint, False
+def hint_name(hint) -> str:
+    """A hint as written: a bare name, or `{name: X, unknown: true}`."""
+    return hint["name"] if isinstance(hint, dict) else hint
 
 
 def as_hint_list(value) -> list:
@@ -238,8 +237,8 @@ def as_hint_list(value) -> list:
 
 def _check_hints(path, lines, field_path: tuple, value) -> None:
     for i, hint in enumerate(as_hint_list(value)):
-        name, unknown = _hint_name(hint)
-        if unknown or name.upper() in STRATEGY_HINTS:
+        name = hint_name(hint)
+        if (isinstance(hint, dict) and hint.get("unknown")) or name.upper() in STRATEGY_HINTS:
             continue
         close = difflib.get_close_matches(name.upper(), list(STRATEGY_HINTS), n=1)
         suggestion = f" (did you mean '{close[0]}'?)" if close else ""
@@ -412,7 +411,7 @@ def _value_label(value) -> str:
 
 
 def hints_label(hints, side: str) -> str:
-    names = [_hint_name(h)[0] for h in as_hint_list(hints)]
+    names = [hint_name(h) for h in as_hint_list(hints)]
     return f"{'+'.join(names) if names else 'none'}@{side}"
 
 
