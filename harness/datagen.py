@@ -273,6 +273,11 @@ def table_fingerprint(seed: int, name: str, spec: dict) -> str:
 
 
 _TABLES: dict = {}
+_TABLES_LIMIT = 512
+
+
+def forget_tables() -> None:
+    _TABLES.clear()
 
 
 def build_table(spark, seed: int, name: str, spec: dict, workdir: Path):
@@ -283,6 +288,8 @@ def build_table(spark, seed: int, name: str, spec: dict, workdir: Path):
         return _build_table(spark, seed, name, spec, workdir)
     key = (id(spark), table_fingerprint(seed, name, spec))
     if key not in _TABLES:
+        if len(_TABLES) >= _TABLES_LIMIT:
+            forget_tables()
         _TABLES[key] = _build_table(spark, seed, name, spec, workdir)
     return _TABLES[key]
 

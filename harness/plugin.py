@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 from pathlib import Path
 
 import pytest
@@ -142,25 +143,50 @@ class HarnessReporter:
         self.config = config
         self.records: dict[str, dict] = {}
         self.invalid: dict[str, str] = {}
+        self.lost: dict[str, str] = {}
         self.written: list[Path] = []
 
     def pytest_runtest_logreport(self, report):
+        carried = False
         for key, value in getattr(report, "user_properties", []):
             if key == RECORD_KEY:
                 record = json.loads(value)
                 self.records[record["case_id"]] = record
+                carried = True
+        if report.failed and not carried and (".yaml::" in report.nodeid or ".yml::" in report.nodeid):
+            # No record came back: the worker died under the case (xdist says "crashed").
+            self.lost.setdefault(report.nodeid, str(report.longrepr).strip().splitlines()[-1][:500])
 
     def pytest_collectreport(self, report):
         if report.failed and str(report.nodeid).endswith((".yaml", ".yml")):
             self.invalid[report.nodeid] = str(report.longrepr).strip().splitlines()[-1]
 
     def pytest_sessionfinish(self, session, exitstatus):
+        self._add_lost_records()
         if not self.records and not self.invalid:
             return
         invalid = [{"file": nodeid, "message": message} for nodeid, message in self.invalid.items()]
         self.written = report.write_reports(self.config.getoption("report_dir"), list(self.records.values()), invalid)
         if getattr(self.config.option, "xmlpath", None):
             self.written.append(Path(self.config.option.xmlpath))
+
+    def _add_lost_records(self):
+        from .runner import agreement_id, agreement_representatives, lost_record
+        known = next(iter(self.records.values()), None)
+        versions = known["versions"] if known else {"spark": report.installed_spark(), "java": "unknown",
+                                                    "python": platform.python_version()}
+        master = known["master"] if known else os.environ.get("HARNESS_SPARK_MASTER", "local[2]")
+        for nodeid, message in self.lost.items():
+            path, _, name = nodeid.partition("::")
+            try:
+                cases = expand(load_scenario(self.config.rootpath / path))
+            except (ScenarioError, OSError):
+                continue
+            by_id = {c.case_id: c for c in cases}
+            by_id.update({agreement_id(c): c for c in agreement_representatives(cases)})
+            if name in by_id and name not in self.records:
+                self.records[name] = lost_record(by_id[name], name, versions, master,
+                                                 f"worker process lost: {message}")
 
     def pytest_terminal_summary(self, terminalreporter):
         if self.written:

@@ -237,13 +237,17 @@ def run_case(case: Case, session: Session) -> dict:
         except ScenarioRuntimeError as exc:
             observed["error"] = {"class": "ScenarioError", "java_class": "", "message": str(exc)}
         except Exception as exc:  # Spark rejected or failed the query: that is an observation
-            observed["error"] = describe_error(exc)
-            if scope.timed_out.is_set():
-                observed["error"] = {"class": "Timeout", "java_class": "",
-                                     "message": f"cancelled after {case.scenario.timeout:g} s"}
+            observed["error"] = timeout_error(case, session) if scope.timed_out.is_set() else describe_error(exc)
         observed["warnings"] = scope.warnings()
     total = time.perf_counter() - started
     return make_record(case, session, expected, observed, total)
+
+
+def timeout_error(case: Case, session: Session) -> dict:
+    message = f"cancelled after {case.scenario.timeout:g} s"
+    if session.abandoned:
+        message += f" ({session.abandoned}; SparkContext stopped, the next case gets a new one)"
+    return {"class": "Timeout", "java_class": "", "message": message}
 
 
 def _status(expected: dict, observed: dict, problems: list[str]) -> str:
@@ -299,6 +303,17 @@ def make_record(case: Case, session: Session, expected: dict, observed: dict, to
     }
 
 
+def lost_record(case: Case, item_id: str, versions: dict, master: str | None, message: str) -> dict:
+    """The record of an item whose worker process died under it (built by the controller)."""
+    from types import SimpleNamespace
+    stand_in = SimpleNamespace(versions=versions, master=master, abandoned=None)
+    observed = {**_empty_observation(), "warnings": [],
+                "error": {"class": "WorkerLost", "java_class": "", "message": message}}
+    record = make_record(case, stand_in, expect.resolve(case, versions["spark"]), observed, 0.0)
+    kind = "case" if item_id == case.case_id else "agreement"
+    return {**record, "kind": kind, "case_id": item_id, "status": "error", "message": message}
+
+
 # --------------------------------------------------------------------------- agreement
 
 def _pairs(case: Case) -> int:
@@ -334,14 +349,16 @@ def run_agreement(case: Case, session: Session) -> dict:
         return _agreement_record(case, session, "skipped", "Spark rejects this query on this version", [], [], started)
     base_conf = {k: v for k, v in case.spark_conf.items() if not isinstance(v, dict)}
     skip_nested_loop = _pairs(case) > NESTED_LOOP_PAIR_BUDGET
+    deadline = started + case.scenario.timeout  # one budget for all the forced runs
     for label, join, extra in forced_variants(case):
-        with session.case_scope(case.scenario.timeout) as scope:
+        with session.case_scope(max(deadline - time.perf_counter(), 0.01)) as scope:
             try:
                 observed = observe(session, scope, case, join, {**base_conf, **extra}, execute=True, collect_rows=False)
             except Exception as exc:
-                err = describe_error(exc)
                 if scope.timed_out.is_set():
-                    err = {"class": "Timeout", "message": f"cancelled after {case.scenario.timeout:g} s"}
+                    message = f"forced {label}: {timeout_error(case, session)['message']}"
+                    return _agreement_record(case, session, "timeout", message, runs, [], started)
+                err = describe_error(exc)
                 runs.append({"forced": label, "error": f"{err['class']}: {err['message']}"})
                 continue
         joins = (observed["final"] or observed["initial"])["joins"]

@@ -14,6 +14,7 @@ import platform
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,6 +49,10 @@ log4j.appender.hints.layout=org.apache.log4j.PatternLayout
 log4j.appender.hints.layout.ConversionPattern=%m%n
 {loggers}
 """
+
+
+STOP_GRACE_S = float(os.environ.get("HARNESS_STOP_GRACE_S", "20"))
+EXIT_GRACE_S = float(os.environ.get("HARNESS_EXIT_GRACE_S", "40"))
 
 
 class CaseTimeout(Exception):
@@ -119,6 +124,19 @@ class Session:
             "python": platform.python_version(),
         }
         self.master = master
+        self.abandoned: str | None = None
+        self.stopped = threading.Event()
+
+    def abandon(self, reason: str) -> None:
+        """Stop the SparkContext under a case that will not end; the blocked call then fails
+        and `get_session` builds a new session for the next case."""
+        self.abandoned = reason
+        try:
+            self.spark.stop()
+        except Exception:
+            pass
+        finally:
+            self.stopped.set()
 
     # ---------------------------------------------------------------- configs
 
@@ -163,17 +181,39 @@ class CaseScope:
         self.cached = False
         self.group = f"case-{uuid.uuid4().hex[:12]}"
         self.timed_out = threading.Event()
+        self._finished = threading.Event()
         self._log_offset = session.hint_log.stat().st_size
-        sc = self.spark.sparkContext
-        sc.setJobGroup(self.group, "join harness case", True)
-        self._timer = threading.Timer(timeout_s, self._cancel)
-        self._timer.daemon = True
-        self._timer.start()
+        self.spark.sparkContext.setJobGroup(self.group, "join harness case", True)
+        self._watchdog = threading.Thread(target=self._watch, args=(timeout_s,), daemon=True)
+        self._watchdog.start()
 
-    def _cancel(self) -> None:
+    def _watch(self, timeout_s: float) -> None:
+        """Escalate while a case overruns: cancel its jobs at the timeout; stop the
+        SparkContext if that did not end it (the next case gets a new session); as a last
+        resort, end an xdist worker process (xdist reports the case and starts a new one)."""
+        if self._finished.wait(timeout_s):
+            return
         self.timed_out.set()
+        give_up = time.monotonic() + STOP_GRACE_S
+        while time.monotonic() < give_up:
+            # Again and again: AQE and broadcasts may submit new jobs after a cancel.
+            self._cancel_jobs()
+            if self._finished.wait(0.5):
+                return
+        self.session.abandon(f"a case ignored cancellation for {STOP_GRACE_S:g} s")
+        if self._finished.wait(EXIT_GRACE_S) or not os.environ.get("PYTEST_XDIST_WORKER"):
+            return
+        os.write(2, b"join harness: a case did not stop after its timeout and the SparkContext was "
+                    b"stopped; ending this worker so the rest of the suite goes on\n")
+        os._exit(70)
+
+    def _cancel_jobs(self) -> None:
+        sc = self.spark.sparkContext
         try:
-            self.spark.sparkContext.cancelJobGroup(self.group)
+            sc.cancelJobGroup(self.group)
+            # Broadcast and AQE stage jobs may run under their own job group; one case
+            # at a time runs per session, so cancelling everything hits only this case.
+            sc.cancelAllJobs()
         except Exception:
             pass
 
@@ -198,7 +238,9 @@ class CaseScope:
         return list(dict.fromkeys(lines))
 
     def close(self) -> None:
-        self._timer.cancel()
+        self._finished.set()
+        if self.session.abandoned:
+            return
         for name in self.views:
             try:
                 self.spark.catalog.dropTempView(name)
@@ -218,6 +260,10 @@ _SESSION_LOCK = threading.Lock()
 def get_session(master: str | None = None) -> Session:
     global _SESSION
     with _SESSION_LOCK:
-        if _SESSION is None:
+        if _SESSION is not None and _SESSION.abandoned:
+            _SESSION.stopped.wait(120)  # the watchdog may still be stopping it
+        if _SESSION is None or _SESSION.abandoned:
+            from .datagen import forget_tables
+            forget_tables()
             _SESSION = Session(master or os.environ.get("HARNESS_SPARK_MASTER", "local[2]"))
         return _SESSION

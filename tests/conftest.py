@@ -4,8 +4,10 @@ from pathlib import Path
 import pytest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def session():
+    # Not session-scoped: a fault test may stop the SparkContext; get_session() then builds
+    # a new one (and otherwise returns the one this process already has).
     from harness.session import get_session
     return get_session()
 

@@ -1,0 +1,81 @@
+"""A case that overruns or kills its worker fails alone; the rest of the run goes on."""
+import json
+import textwrap
+import time
+
+from harness import session as session_module
+from harness.scenario import expand, load_scenario
+from harness.runner import run_agreement, run_case
+from tests.conftest import MINIMAL
+
+pytest_plugins = ["pytester"]
+
+# 10^8 x 10^8 rows under a non-equi condition: a cartesian product no machine finishes.
+ENDLESS = """\
+id: endless
+description: a join that would run for days
+timeout: 2
+tables:
+  a: {rows: 100000000, columns: {k: {expr: "id"}}}
+  b: {rows: 100000000, columns: {k: {expr: "id"}}}
+join: {left: a, right: b, type: inner, condition: "l.k < r.k"}
+expect: {rows: 1}
+"""
+
+
+def _only_case(path):
+    return expand(load_scenario(path))[0]
+
+
+def test_overrunning_case_is_cancelled_and_the_session_stays_usable(write_scenario, session):
+    case = _only_case(write_scenario(ENDLESS))
+    started = time.perf_counter()
+    record = run_case(case, session)
+    assert record["status"] == "timeout"
+    assert "cancelled after 2 s" in record["message"]
+    assert time.perf_counter() - started < 15
+    assert not session.abandoned
+    follow_up = run_case(_only_case(write_scenario(MINIMAL, "ok.yaml")), session)
+    assert follow_up["status"] == "passed", follow_up["message"]
+
+
+def test_agreement_check_shares_one_timeout(write_scenario, session):
+    case = _only_case(write_scenario(ENDLESS))
+    started = time.perf_counter()
+    record = run_agreement(case, session)
+    assert record["status"] == "timeout"
+    assert time.perf_counter() - started < 15  # not 2 s per forced strategy
+
+
+def test_case_ignoring_cancellation_gets_its_context_stopped(write_scenario, session, monkeypatch):
+    # Stand in for a job that does not react to cancellation.
+    monkeypatch.setattr(session_module.CaseScope, "_cancel_jobs", lambda self: None)
+    monkeypatch.setattr(session_module, "STOP_GRACE_S", 1.0)
+    case = _only_case(write_scenario(ENDLESS))
+    record = run_case(case, session)
+    assert record["status"] == "timeout"
+    assert "SparkContext stopped" in record["message"]
+    fresh = session_module.get_session()
+    assert fresh is not session and not fresh.abandoned
+    follow_up = run_case(_only_case(write_scenario(MINIMAL, "ok.yaml")), fresh)
+    assert follow_up["status"] == "passed", follow_up["message"]
+
+
+def test_lost_worker_fails_its_case_and_the_suite_completes(pytester):
+    scenarios = pytester.mkdir("scenarios")
+    (scenarios / "good.yaml").write_text(MINIMAL)
+    (scenarios / "doomed.yaml").write_text(MINIMAL.replace("id: minimal", "id: doomed"))
+    pytester.makeconftest(textwrap.dedent("""
+        import os
+        def pytest_runtest_call(item):
+            if item.name == "doomed":
+                os._exit(3)  # the worker JVM and Python process die mid-case
+    """))
+    result = pytester.runpytest_subprocess("scenarios", "-n", "1", "--report-dir", "out", "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 3 and outcomes.get("failed") == 1, result.stdout.str()
+    [results] = (pytester.path / "out").glob("*/results.json")
+    by_id = {c["case_id"]: c for c in json.loads(results.read_text())["cases"]}
+    assert by_id["doomed"]["status"] == "error"
+    assert "worker process lost" in by_id["doomed"]["message"]
+    assert by_id["minimal"]["status"] == "passed"
