@@ -294,6 +294,21 @@ def build_table(spark, seed: int, name: str, spec: dict, workdir: Path):
     return _TABLES[key]
 
 
+def catalog_table_name(seed: int, name: str, spec: dict) -> str:
+    """A table in the worker's own warehouse; the fingerprint keeps scenarios apart."""
+    return f"{name}_{table_fingerprint(seed, name, spec)}".lower()
+
+
+def _catalog_table(spark, table: str, df, analyze: str | None):
+    if not spark._jsparkSession.catalog().tableExists(table):
+        df.write.format("parquet").saveAsTable(table)
+        if analyze == "table":
+            spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS")
+        elif analyze == "columns":
+            spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS FOR ALL COLUMNS")
+    return spark.table(table)
+
+
 def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path):
     from pyspark.sql import functions as F
 
@@ -314,6 +329,8 @@ def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path):
             df.write.mode("overwrite").parquet(str(staging))
             os.replace(staging, target)
         df = spark.read.parquet(str(target))
+    elif mode == "catalog":
+        df = _catalog_table(spark, catalog_table_name(seed, name, spec), df, spec.get("analyze"))
     elif mode == "local":
         if rows > LOCAL_ROWS_LIMIT:
             raise DataGenError(f"materialize: local holds the rows on the driver; at most {LOCAL_ROWS_LIMIT} rows")

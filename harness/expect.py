@@ -17,7 +17,7 @@ from packaging.version import Version
 from .scenario import JOIN_TYPES, Case, as_hint_list, hint_name, normalize_build_side, normalize_strategy
 
 EXPECTATION_KEYS = ("strategy", "build_side", "joins", "plan", "rows", "checksum", "result_rows",
-                    "error", "warnings", "estimates")
+                    "error", "warnings", "estimates", "operators")
 # Keys that can only be checked by running the query.
 EXECUTION_KEYS = ("rows", "checksum", "result_rows")
 
@@ -77,11 +77,18 @@ def resolve(case: Case, version: str) -> dict:
     if "build_side" in expected:
         expected["build_side"] = normalize_build_side(expected["build_side"])
     if "joins" in expected:
-        expected["joins"] = [{"strategy": normalize_strategy(j["strategy"]),
-                              **({"build_side": normalize_build_side(j["build_side"])} if "build_side" in j else {})}
-                             for j in expected["joins"]]
+        expected["joins"] = [_normalize_node(j) for j in expected["joins"]]
     expected.setdefault("plan", "initial")
     return expected
+
+
+def _normalize_node(node: dict) -> dict:
+    normalized = {**node, "strategy": normalize_strategy(node["strategy"])}
+    if "build_side" in node:
+        normalized["build_side"] = normalize_build_side(node["build_side"])
+    if "tables" in node:
+        normalized["tables"] = sorted(t.lower() for t in node["tables"])
+    return normalized
 
 
 def needs_execution(expected: dict) -> bool:
@@ -98,7 +105,19 @@ def _describe(node: dict | None) -> str:
     if node is None:
         return "no join"
     side = node.get("build_side", "none")
-    return node["strategy"] + (f" (build {side})" if side != "none" else "")
+    text = node["strategy"] + (f" (build {side})" if side != "none" else "")
+    if node.get("skew"):
+        text += " [skew]"
+    if node.get("tables"):
+        text += " of " + "+".join(node["tables"])
+    return text
+
+
+def _node_matches(want: dict, got: dict) -> bool:
+    return (want["strategy"] == got["strategy"]
+            and want.get("build_side", got["build_side"]) == got["build_side"]
+            and want.get("skew", got.get("skew", False)) == got.get("skew", False)
+            and ("tables" not in want or want["tables"] == sorted(got.get("tables") or [])))
 
 
 def _compare_plan(expected: dict, joins: list[dict], which: str) -> list[str]:
@@ -119,7 +138,7 @@ def _compare_plan(expected: dict, joins: list[dict], which: str) -> list[str]:
                             + ", ".join(_describe(j) for j in joins))
         else:
             for i, (want, got) in enumerate(zip(want_nodes, joins)):
-                if want["strategy"] != got["strategy"] or want.get("build_side", got["build_side"]) != got["build_side"]:
+                if not _node_matches(want, got):
                     problems.append(f"{which} plan join #{i + 1}: expected {_describe(want)}, observed {_describe(got)}")
     return problems
 
@@ -175,6 +194,21 @@ def _compare_error(expected: dict, observed_error: dict | None) -> list[str]:
     return problems
 
 
+def _within(value: int, bounds) -> bool:
+    if isinstance(bounds, int):
+        return value == bounds
+    return bounds.get("min", value) <= value <= bounds.get("max", value)
+
+
+def _compare_operators(expected: dict, counts: dict) -> list[str]:
+    problems = []
+    for name, bounds in expected.items():
+        seen = counts.get(name, 0)
+        if not _within(seen, bounds):
+            problems.append(f"expected {bounds} {name} operator(s), observed {seen}")
+    return problems
+
+
 def compare(expected: dict, observed: dict) -> list[str]:
     """Mismatches between what a case expects and what Spark did, one line each."""
     if observed.get("error") or "error" in expected:
@@ -205,6 +239,9 @@ def compare(expected: dict, observed: dict) -> list[str]:
         for pattern in expected["warnings"]:
             if not any(re.search(pattern, line) for line in seen):
                 problems.append(f"no hint warning matches /{pattern}/ (observed: {seen or 'none'})")
+    if "operators" in expected:
+        plan = observed.get("final") if plan_mode in ("final", "both") and observed.get("final") else observed["initial"]
+        problems += _compare_operators(expected["operators"], plan.get("operators") or {})
     if "estimates" in expected:
         estimates = observed.get("estimates") or []
         top = estimates[0] if estimates else None

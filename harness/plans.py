@@ -29,6 +29,8 @@ class JoinNode:
     right_keys: str
     condition: str
     null_aware: bool = False
+    skew: bool = False               # AQE split skewed partitions of this join
+    tables: list | None = None       # catalog tables below it, when asked for
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -59,6 +61,7 @@ def _join_node(node, class_name: str) -> JoinNode:
         build = BUILD_SIDE_NAMES.get(_safe_str(lambda: node.buildSide()), "none")
     condition = _safe_str(lambda: node.condition())
     null_aware = _safe_str(lambda: node.isNullAwareAntiJoin()) == "true"
+    skew = class_name in ("SortMergeJoinExec", "ShuffledHashJoinExec") and _safe_str(lambda: node.isSkewJoin()) == "true"
     return JoinNode(
         strategy=JOIN_OPERATORS[class_name],
         build_side=build,
@@ -67,11 +70,15 @@ def _join_node(node, class_name: str) -> JoinNode:
         right_keys=_safe_str(lambda: node.rightKeys()),
         condition="" if condition == "None" else condition.removeprefix("Some(").removesuffix(")"),
         null_aware=null_aware,
+        skew=skew,
     )
 
 
-def join_nodes(physical_plan) -> list[JoinNode]:
-    """Every join operator of a physical plan, pre-order."""
+def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]:
+    """Every join operator of a physical plan, pre-order. With `table_names` (catalog
+    table → scenario name), each join also lists the tables below it: the join order."""
+    if table_names is not None:
+        return _join_nodes_with_tables(physical_plan, table_names)
     found: list[JoinNode] = []
     stack = [physical_plan]
     while stack:
@@ -81,6 +88,42 @@ def join_nodes(physical_plan) -> list[JoinNode]:
             found.append(_join_node(node, class_name))
         stack.extend(reversed(_children(node)))
     return found
+
+
+def _join_nodes_with_tables(physical_plan, table_names: dict) -> list[JoinNode]:
+    found: list[JoinNode] = []
+
+    def visit(node) -> set:
+        class_name = node.getClass().getSimpleName()
+        if class_name == "FileSourceScanExec":
+            table = _safe_str(lambda: node.tableIdentifier().get().table())
+            return {table_names.get(table, table)} if table else set()
+        join = None
+        if class_name in JOIN_OPERATORS:
+            join = _join_node(node, class_name)
+            found.append(join)
+        below = set().union(*[visit(child) for child in _children(node)])
+        if join is not None:
+            join.tables = sorted(below)
+        return below
+
+    visit(physical_plan)
+    return found
+
+
+def operator_counts(physical_plan) -> dict[str, int]:
+    """How often each operator occurs (class name without `Exec`), subqueries included."""
+    counts: dict[str, int] = {}
+    stack = [physical_plan]
+    while stack:
+        node = stack.pop()
+        name = node.getClass().getSimpleName()
+        name = name[:-4] if name.endswith("Exec") else name
+        counts[name] = counts.get(name, 0) + 1
+        stack.extend(_children(node))
+        subqueries = node.subqueries()
+        stack.extend(subqueries.apply(i) for i in range(subqueries.size()))
+    return dict(sorted(counts.items()))
 
 
 def current_plan(dataframe):

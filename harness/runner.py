@@ -168,8 +168,24 @@ def resolve_conf(conf: dict, estimates: list[dict]) -> dict:
     return resolved
 
 
-def _plan_summary(plan) -> dict:
-    return {"joins": [j.to_dict() for j in plans.join_nodes(plan)], "text": plans.plan_text(plan)}
+def _catalog_names(case: Case) -> dict | None:
+    """Catalog table → scenario table name, for scenarios with catalog tables."""
+    spec = case.scenario.data["tables"]
+    names = {datagen.catalog_table_name(case.scenario.seed, name, table): name
+             for name, table in spec.items() if table.get("materialize") == "catalog"}
+    return names or None
+
+
+def _wants_operators(case: Case) -> bool:
+    return "operators" in case.expect or any("operators" in o for o in case.overrides)
+
+
+def _plan_summary(plan, case: Case) -> dict:
+    summary = {"joins": [j.to_dict() for j in plans.join_nodes(plan, _catalog_names(case))],
+               "text": plans.plan_text(plan)}
+    if _wants_operators(case):
+        summary["operators"] = plans.operator_counts(plan)
+    return summary
 
 
 def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: dict,
@@ -195,7 +211,7 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
     plan = plans.current_plan(frame)
     observed = {
         "adaptive": plans.is_adaptive(plan),
-        "initial": _plan_summary(plan),
+        "initial": _plan_summary(plan, case),
         "final": None,
         "estimates": plans.join_estimates(frame),
         "executed": False,
@@ -212,7 +228,7 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
         row = frame.collect()[0]
         scope.check_timeout()
         observed.update(executed=True, rows=int(row["rows"]), checksum=_checksum_text(row["hash_sum"]))
-        observed["final"] = _plan_summary(plans.current_plan(frame))
+        observed["final"] = _plan_summary(plans.current_plan(frame), case)
         if collect_rows:
             observed["result_rows"] = expect.normalize_rows(query.limit(RESULT_ROWS_LIMIT + 1).collect())
         timings["execute_s"] = time.perf_counter() - start

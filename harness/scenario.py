@@ -65,6 +65,10 @@ CONF_LABELS = {
     "spark.sql.shuffle.partitions": "parts",
     "spark.sql.adaptive.autoBroadcastJoinThreshold": "aqe_abjt",
     "spark.sql.cbo.enabled": "cbo",
+    "spark.sql.cbo.joinReorder.enabled": "reorder",
+    "spark.sql.optimizeNullAwareAntiJoin": "naaj",
+    "spark.sql.execution.reuseSubquery": "reuse",
+    "spark.sql.adaptive.skewJoin.enabled": "skew",
 }
 
 # Configs a scenario may not touch: they would let a file read the machine's files or
