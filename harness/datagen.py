@@ -148,8 +148,16 @@ def _uniform_expr(spec: dict, type_name: str, column_seed: int) -> str:
 
 # --------------------------------------------------------------------------- Faker pools
 
+FAKER_PIN = "40.54.0"  # keep equal to pyproject.toml: pools differ between Faker releases
+
+
 def faker_version() -> str:
-    import faker
+    """The installed Faker; without one (Python < 3.10 cannot install the pin, e.g. in a
+    PySpark 3.2 environment) the pinned version, whose pools must then be in the cache."""
+    try:
+        import faker
+    except ImportError:
+        return FAKER_PIN
     return faker.VERSION
 
 
@@ -165,7 +173,11 @@ def faker_pool(provider: str, locale: str, size: int, seed: int) -> tuple:
             return tuple(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError):
             pass
-    from faker import Faker
+    try:
+        from faker import Faker
+    except ImportError:
+        raise DataGenError(f"Faker pool {provider}/{locale}/{size} is not cached and Faker is not installed here; "
+                           f"run the scenario once where Faker {FAKER_PIN} is installed to fill {cache_dir()}") from None
     try:
         fake = Faker(locale)
     except AttributeError:

@@ -108,6 +108,8 @@ def _describe(node: dict | None) -> str:
     text = node["strategy"] + (f" (build {side})" if side != "none" else "")
     if node.get("skew"):
         text += " [skew]"
+    if node.get("null_aware"):
+        text += " [null-aware]"
     if node.get("tables"):
         text += " of " + "+".join(node["tables"])
     return text
@@ -117,6 +119,7 @@ def _node_matches(want: dict, got: dict) -> bool:
     return (want["strategy"] == got["strategy"]
             and want.get("build_side", got["build_side"]) == got["build_side"]
             and want.get("skew", got.get("skew", False)) == got.get("skew", False)
+            and want.get("null_aware", got["null_aware"]) == got["null_aware"]
             and ("tables" not in want or want["tables"] == sorted(got.get("tables") or [])))
 
 

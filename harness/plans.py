@@ -60,8 +60,8 @@ def _join_node(node, class_name: str) -> JoinNode:
     if class_name not in ("CartesianProductExec", "SortMergeJoinExec"):
         build = BUILD_SIDE_NAMES.get(_safe_str(lambda: node.buildSide()), "none")
     condition = _safe_str(lambda: node.condition())
-    null_aware = _safe_str(lambda: node.isNullAwareAntiJoin()) == "true"
-    skew = class_name in ("SortMergeJoinExec", "ShuffledHashJoinExec") and _safe_str(lambda: node.isSkewJoin()) == "true"
+    null_aware = _safe_str(lambda: node.isNullAwareAntiJoin()).lower() == "true"
+    skew = class_name in ("SortMergeJoinExec", "ShuffledHashJoinExec") and _safe_str(lambda: node.isSkewJoin()).lower() == "true"
     return JoinNode(
         strategy=JOIN_OPERATORS[class_name],
         build_side=build,

@@ -113,27 +113,50 @@ def _checksum_text(hash_sum) -> str:
 
 # --------------------------------------------------------------------------- errors
 
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in str(text or "").splitlines() if ln.strip()), "")
+
+
+def _root_cause(java_exception):
+    """The innermost Java cause: a failed job's message is only 'Job aborted ...'."""
+    cause, seen = java_exception, 0
+    while seen < 20:
+        nxt = cause.getCause()
+        if nxt is None or nxt.equals(cause):
+            return cause
+        cause, seen = nxt, seen + 1
+    return cause
+
+
 def describe_error(exc: BaseException) -> dict:
     """Class and a one-line message, without the JVM stack."""
     java_class = ""
     java_exception = getattr(exc, "java_exception", None)
+    if type(exc).__name__ == "Py4JJavaError" and java_exception is not None:
+        try:
+            java_class = str(java_exception.getClass().getName())
+            line = _first_line(java_exception.getMessage()) or java_class
+            root = _root_cause(java_exception)
+            if not root.equals(java_exception):
+                line += f" (caused by {root.getClass().getSimpleName()}: {_first_line(root.getMessage())[:300]})"
+            return {"class": java_class.rsplit(".", 1)[-1], "java_class": java_class, "message": _cap(line)}
+        except Exception:
+            pass
     if java_exception is not None:
         try:
             java_class = str(java_exception.getClass().getName())
         except Exception:
             pass
     text = str(exc).strip() or type(exc).__name__
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), text)
-    line = re.sub(r"^(An error occurred while calling [^\n]*?\.\s*)", "", line)
+    line = _first_line(text) or text
     match = re.match(r"^([\w.$]+(?:Exception|Error)):\s*(.*)$", line)
     if match and not java_class:
         java_class, line = match.group(1), match.group(2)
-    if len(line) > 500:
-        line = line[:497] + "..."
-    cls = type(exc).__name__
-    if cls == "Py4JJavaError" and java_class:
-        cls = java_class.rsplit(".", 1)[-1]
-    return {"class": cls, "java_class": java_class, "message": line}
+    return {"class": type(exc).__name__, "java_class": java_class, "message": _cap(line)}
+
+
+def _cap(line: str) -> str:
+    return line if len(line) <= 500 else line[:497] + "..."
 
 
 # --------------------------------------------------------------------------- run

@@ -12,6 +12,7 @@ import logging
 import os
 import platform
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -95,6 +96,8 @@ def _quiet_python_side_logs() -> None:
 class Session:
     def __init__(self, master: str = "local[2]", extra_conf: dict | None = None):
         ensure_java()
+        # Python workers must be this interpreter, not whatever `python3` is on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         from pyspark.sql import SparkSession
 
         self.workdir = Path(tempfile.mkdtemp(prefix="join-harness-"))
