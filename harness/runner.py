@@ -12,7 +12,7 @@ import re
 import time
 from functools import reduce
 
-from . import datagen, expect, plans
+from . import datagen, expect, plans, streaming
 from .scenario import JOIN_TYPES, Case, as_hint_list, hint_name
 from .session import CaseScope, Session
 
@@ -21,6 +21,7 @@ RESULT_ROWS_LIMIT = 1000
 # Nested-loop strategies compare every pair: the cross-strategy check only forces them
 # when the tables are small enough for that to stay cheap.
 NESTED_LOOP_PAIR_BUDGET = 20_000_000
+AS_WRITTEN = "as written"
 SQL_JOIN = {"inner": "JOIN", "cross": "CROSS JOIN", "left_outer": "LEFT OUTER JOIN",
             "right_outer": "RIGHT OUTER JOIN", "full_outer": "FULL OUTER JOIN",
             "left_semi": "LEFT SEMI JOIN", "left_anti": "LEFT ANTI JOIN"}
@@ -212,7 +213,7 @@ def _plan_summary(plan, case: Case) -> dict:
 
 
 def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: dict,
-            execute: bool, collect_rows: bool) -> dict:
+            execute: bool, collect_rows: bool, stream: bool = False) -> dict:
     """Build, plan and optionally run the query; everything Spark showed, as data."""
     timings = {}
     start = time.perf_counter()
@@ -220,6 +221,10 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
     absolute = {k: v for k, v in conf.items() if not isinstance(v, dict)}
     for key, value in absolute.items():
         scope.set_conf(key, value)
+    if stream:
+        if len(absolute) != len(conf):
+            raise ScenarioRuntimeError("a streaming scenario cannot size configs by estimates")
+        return _observe_stream(session, scope, case, tables, collect_rows, timings, start)
     query = build_query(session.spark, scope, join, tables)
     if len(absolute) != len(conf):
         estimates = plans.join_estimates(query)
@@ -259,6 +264,26 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
     return observed
 
 
+def _observe_stream(session, scope, case, tables, collect_rows, timings, start) -> dict:
+    run = streaming.run_stream(session, scope, case, tables, build_query)
+    row = checksum_frame(run["result"]).collect()[0]
+    observed = {
+        **_empty_observation(),
+        "adaptive": False,
+        "initial": {"joins": streaming.stream_join_nodes(run["plan"]), "text": plans.plan_text(run["plan"])},
+        "executed": True,
+        "rows": int(row["rows"]),
+        "checksum": _checksum_text(row["hash_sum"]),
+        "conf": {k: session.conf_value(k) for k in case.spark_conf},
+        "stream_batches": run["batches"],
+    }
+    if collect_rows:
+        observed["result_rows"] = expect.normalize_rows(run["result"].limit(RESULT_ROWS_LIMIT + 1).collect())
+    timings["execute_s"] = time.perf_counter() - start
+    observed["timings"] = timings
+    return observed
+
+
 def _empty_observation() -> dict:
     return {"adaptive": None, "initial": {"joins": [], "text": ""}, "final": None, "estimates": [],
             "executed": False, "rows": None, "checksum": None, "error": None, "conf": {}, "timings": {}}
@@ -272,7 +297,7 @@ def run_case(case: Case, session: Session) -> dict:
         try:
             observed = observe(session, scope, case, case.join, case.spark_conf,
                                execute=expect.needs_execution(expected) or not expect.has_assertions(expected),
-                               collect_rows="result_rows" in expected)
+                               collect_rows="result_rows" in expected, stream="stream" in case.scenario.data)
         except ScenarioRuntimeError as exc:
             observed["error"] = {"class": "ScenarioError", "java_class": "", "message": str(exc)}
         except Exception as exc:  # Spark rejected or failed the query: that is an observation
@@ -376,7 +401,7 @@ def forced_variants(case: Case) -> list[tuple[str, dict, dict]]:
               ("SHUFFLE_HASH@right", {"right": ["SHUFFLE_HASH"]}), ("MERGE", {"left": ["MERGE"]})]
     if _pairs(case) <= NESTED_LOOP_PAIR_BUDGET:
         hinted.append(("SHUFFLE_REPLICATE_NL", {"left": ["SHUFFLE_REPLICATE_NL"]}))
-    as_written = ("as written", case.join, {})
+    as_written = (AS_WRITTEN, case.join, {})
     return [as_written] + [(label, {**case.join, "hints": hints}, no_auto) for label, hints in hinted]
 
 
@@ -389,10 +414,14 @@ def run_agreement(case: Case, session: Session) -> dict:
     base_conf = {k: v for k, v in case.spark_conf.items() if not isinstance(v, dict)}
     skip_nested_loop = _pairs(case) > NESTED_LOOP_PAIR_BUDGET
     deadline = started + case.scenario.timeout  # one budget for all the forced runs
+    streamed = "stream" in case.scenario.data
     for label, join, extra in forced_variants(case):
         with session.case_scope(max(deadline - time.perf_counter(), 0.01)) as scope:
             try:
-                observed = observe(session, scope, case, join, {**base_conf, **extra}, execute=True, collect_rows=False)
+                # A streaming scenario: the stream-stream join as written against every
+                # batch strategy over the same tables.
+                observed = observe(session, scope, case, join, {**base_conf, **extra}, execute=True,
+                                   collect_rows=False, stream=streamed and label == AS_WRITTEN)
             except Exception as exc:
                 if scope.timed_out.is_set():
                     message = f"forced {label}: {timeout_error(case, session)['message']}"
@@ -403,7 +432,7 @@ def run_agreement(case: Case, session: Session) -> dict:
         joins = (observed["final"] or observed["initial"])["joins"]
         top = joins[0] if joins else {"strategy": "none", "build_side": "none"}
         if skip_nested_loop and top["strategy"] in ("CartesianProduct", "BroadcastNestedLoopJoin") \
-                and label != "as written":
+                and label != AS_WRITTEN:
             continue
         runs.append({"forced": label, "strategy": top["strategy"], "build_side": top["build_side"],
                      "rows": observed["rows"], "checksum": observed["checksum"]})

@@ -53,6 +53,7 @@ STRATEGY_NAMES = {
     "BroadcastNestedLoopJoin": "BroadcastNestedLoopJoin", "BNLJ": "BroadcastNestedLoopJoin",
     "BNL": "BroadcastNestedLoopJoin", "broadcast_nested_loop": "BroadcastNestedLoopJoin",
     "CartesianProduct": "CartesianProduct", "CP": "CartesianProduct", "cartesian": "CartesianProduct",
+    "StreamingSymmetricHashJoin": "StreamingSymmetricHashJoin", "streaming_symmetric_hash": "StreamingSymmetricHashJoin",
     "none": "none",
 }
 BUILD_SIDES = {"left": "left", "right": "right", "none": "none", "BuildLeft": "left", "BuildRight": "right"}
@@ -255,6 +256,22 @@ def _check_hints(path, lines, field_path: tuple, value) -> None:
 _COLUMN_REF = re.compile(r"\b([lr])\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
+def _check_stream(path: Path, data: dict, lines: dict) -> None:
+    join, tables = data["join"], data["tables"]
+    if "sql" in join:
+        raise ScenarioError(path, _line_for(lines, ("stream",)), "stream",
+                            "a streaming scenario joins join.left and join.right, not join.sql")
+    for name, mark in data["stream"]["watermarks"].items():
+        where = ("stream", "watermarks", name)
+        if name not in (join["left"], join["right"]):
+            raise ScenarioError(path, _line_for(lines, where), _dotted(where),
+                                f"'{name}' is not a side of the join ({join['left']}, {join['right']})")
+        column = tables[name]["columns"].get(mark["column"])
+        if column is None or column.get("type") != "timestamp":
+            raise ScenarioError(path, _line_for(lines, where + ("column",)), _dotted(where + ("column",)),
+                                f"'{mark['column']}' must be a column of '{name}' with type: timestamp")
+
+
 def _check_semantics(path: Path, data: dict, lines: dict) -> None:
     tables = data["tables"]
     join = data["join"]
@@ -312,6 +329,8 @@ def _check_semantics(path: Path, data: dict, lines: dict) -> None:
                                     + (f"; did you mean '{match.group(1)}.{close[0]}'?" if close else ""))
         for side in ("left", "right"):
             _check_hints(path, lines, ("join", "hints", side), join.get("hints", {}).get(side))
+    if "stream" in data:
+        _check_stream(path, data, lines)
     for axis in ("left_hints", "right_hints"):
         for i, value in enumerate(data.get("matrix", {}).get(axis, [])):
             _check_hints(path, lines, ("matrix", axis, i), value)

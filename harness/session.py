@@ -183,6 +183,8 @@ class CaseScope:
         self.views: list[str] = []
         self.cached = False
         self.group = f"case-{uuid.uuid4().hex[:12]}"
+        self._on_close: list = []
+        self._on_timeout: list = []
         self.timed_out = threading.Event()
         self._finished = threading.Event()
         self._log_offset = session.hint_log.stat().st_size
@@ -210,7 +212,20 @@ class CaseScope:
                     b"stopped; ending this worker so the rest of the suite goes on\n")
         os._exit(70)
 
+    def on_close(self, callback) -> None:
+        """Run when the case ends (e.g. stop a streaming query)."""
+        self._on_close.append(callback)
+
+    def on_timeout(self, callback) -> None:
+        """Run when the case overruns, besides cancelling its jobs."""
+        self._on_timeout.append(callback)
+
     def _cancel_jobs(self) -> None:
+        for callback in self._on_timeout:
+            try:
+                callback()
+            except Exception:
+                pass
         sc = self.spark.sparkContext
         try:
             sc.cancelJobGroup(self.group)
@@ -244,6 +259,8 @@ class CaseScope:
         self._finished.set()
         if self.session.abandoned:
             return
+        for callback in self._on_close:
+            callback()
         for name in self.views:
             try:
                 self.spark.catalog.dropTempView(name)
