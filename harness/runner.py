@@ -129,31 +129,39 @@ def _root_cause(java_exception):
     return cause
 
 
+def _java_throwable(exc: BaseException):
+    # Py4JJavaError.java_exception; PySpark's captured exceptions keep it as `_origin`.
+    for attr in ("java_exception", "_origin"):
+        throwable = getattr(exc, attr, None)
+        if throwable is not None and hasattr(throwable, "getClass"):
+            return throwable
+    return None
+
+
 def describe_error(exc: BaseException) -> dict:
-    """Class and a one-line message, without the JVM stack."""
-    java_class = ""
-    java_exception = getattr(exc, "java_exception", None)
-    if type(exc).__name__ == "Py4JJavaError" and java_exception is not None:
+    """Class and a one-line message (with the root cause of a failed job), no JVM stack."""
+    throwable = _java_throwable(exc)
+    java_class, line, cause = "", "", ""
+    if throwable is not None:
         try:
-            java_class = str(java_exception.getClass().getName())
-            line = _first_line(java_exception.getMessage()) or java_class
-            root = _root_cause(java_exception)
-            if not root.equals(java_exception):
-                line += f" (caused by {root.getClass().getSimpleName()}: {_first_line(root.getMessage())[:300]})"
-            return {"class": java_class.rsplit(".", 1)[-1], "java_class": java_class, "message": _cap(line)}
+            java_class = str(throwable.getClass().getName())
+            line = _first_line(throwable.getMessage())
+            root = _root_cause(throwable)
+            if not root.equals(throwable):
+                cause = f" (caused by {root.getClass().getSimpleName()}: {_first_line(root.getMessage())[:300]})"
         except Exception:
             pass
-    if java_exception is not None:
-        try:
-            java_class = str(java_exception.getClass().getName())
-        except Exception:
-            pass
-    text = str(exc).strip() or type(exc).__name__
-    line = _first_line(text) or text
+    cls = type(exc).__name__
+    if cls == "Py4JJavaError" and java_class:
+        cls = java_class.rsplit(".", 1)[-1]
+    else:
+        line = _first_line(str(exc)) or line  # PySpark's own message for captured errors
+    if not line:
+        line = _first_line(str(exc)) or cls
     match = re.match(r"^([\w.$]+(?:Exception|Error)):\s*(.*)$", line)
-    if match and not java_class:
-        java_class, line = match.group(1), match.group(2)
-    return {"class": type(exc).__name__, "java_class": java_class, "message": _cap(line)}
+    if match:
+        java_class, line = java_class or match.group(1), match.group(2)
+    return {"class": cls, "java_class": java_class, "message": _cap(line + cause)}
 
 
 def _cap(line: str) -> str:

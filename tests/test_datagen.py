@@ -1,4 +1,6 @@
 """Data generation: deterministic across runs and partition counts; distributions as asked."""
+from pathlib import Path
+
 import pytest
 
 from harness import datagen
@@ -91,3 +93,8 @@ def test_bad_faker_provider():
         datagen.faker_pool("binary", "en_US", 1, 1)
     with pytest.raises(datagen.DataGenError, match="unknown Faker provider"):
         datagen.faker_pool("no_such_provider", "en_US", 1, 1)
+
+
+def test_faker_pin_matches_the_package_requirement():
+    pyproject = (Path(__file__).parent.parent / "pyproject.toml").read_text()
+    assert f'"faker=={datagen.FAKER_PIN}"' in pyproject

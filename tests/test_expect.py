@@ -74,3 +74,39 @@ def test_result_rows_compare_order_independent():
     assert expect.compare(want, got) == []
     got_bad = observed(result_rows=expect.normalize_rows([(1, "a"), (3, "c"), (2, "b")]))
     assert expect.compare(want, got_bad)
+
+
+def _node(strategy, build="none", **extra):
+    return {"strategy": strategy, "build_side": build, "join_type": "Inner", "left_keys": "", "right_keys": "",
+            "condition": "", "null_aware": False, "skew": False, "tables": None, **extra}
+
+
+def test_join_order_skew_and_null_aware_per_node():
+    expected = {"plan": "initial", "joins": [
+        expect._normalize_node({"strategy": "SMJ", "tables": ["VB", "s2", "s1"]}),
+        expect._normalize_node({"strategy": "SMJ", "tables": ["vb", "s2"], "skew": True}),
+    ]}
+    joins = [_node("SortMergeJoin", tables=["s1", "s2", "vb"]), _node("SortMergeJoin", tables=["s2", "vb"], skew=True)]
+    assert expect.compare(expected, {"initial": {"joins": joins}}) == []
+    joins[1] = _node("SortMergeJoin", tables=["b", "vb"], skew=True)
+    [problem] = expect.compare(expected, {"initial": {"joins": joins}})
+    assert problem == ("initial plan join #2: expected SortMergeJoin [skew] of s2+vb, "
+                       "observed SortMergeJoin [skew] of b+vb")
+    joins[1] = _node("SortMergeJoin", tables=["s2", "vb"])
+    assert expect.compare(expected, {"initial": {"joins": joins}})
+    naaj = {"plan": "initial", "joins": [{"strategy": "BroadcastHashJoin", "null_aware": True}]}
+    assert expect.compare(naaj, {"initial": {"joins": [_node("BroadcastHashJoin", "right", null_aware=True)]}}) == []
+    assert expect.compare(naaj, {"initial": {"joins": [_node("BroadcastHashJoin", "right")]}})
+
+
+def test_operator_counts_exact_and_bounded():
+    counts = {"ReusedSubquery": 1, "Subquery": 1, "SortMergeJoin": 1}
+    seen = {"initial": {"joins": [], "operators": {}}, "final": {"joins": [], "operators": counts}}
+    assert expect.compare({"plan": "final", "operators": {"ReusedSubquery": 1, "Subquery": {"min": 1}}}, seen) == []
+    assert expect.compare({"plan": "final", "operators": {"ReusedSubquery": 0}}, seen) == \
+        ["expected 0 ReusedSubquery operator(s), observed 1"]
+    assert expect.compare({"plan": "final", "operators": {"Subquery": {"min": 2}}}, seen) == \
+        ["expected {'min': 2} Subquery operator(s), observed 1"]
+    # The initial plan is checked unless the expectation says final.
+    assert expect.compare({"plan": "initial", "operators": {"Subquery": 1}}, seen) == \
+        ["expected 1 Subquery operator(s), observed 0"]

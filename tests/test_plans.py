@@ -58,3 +58,14 @@ def test_chain_reports_every_join_in_order(session):
     c = spark.range(0, 10).select(F.col("id").alias("k"))
     df = a.join(b.hint("merge"), "k").join(c, "k")
     assert [n.strategy for n in plans.join_nodes(plans.current_plan(df))] == ["BroadcastHashJoin", "SortMergeJoin"]
+
+
+def test_java_errors_are_one_line_with_class(session):
+    from harness.runner import describe_error
+    try:
+        session.spark.sparkContext._jvm.java.lang.Integer.parseInt("x")
+    except Exception as exc:
+        error = describe_error(exc)
+    assert error["class"] == "NumberFormatException"
+    assert error["java_class"] == "java.lang.NumberFormatException"
+    assert error["message"] == 'For input string: "x"'

@@ -93,3 +93,17 @@ def test_stable_seed_is_stable():
     assert stable_seed(42, "fact", "k") == stable_seed(42, "fact", "k")
     assert stable_seed(42, "fact", "k") != stable_seed(42, "fact", "v")
     assert stable_seed(1, "t", "c") == 572583728171711698  # pinned: must never change across releases
+
+
+STREAM = MINIMAL.replace("      k: {sequence: {}}\n", "      k: {sequence: {}}\n      ts: {expr: \"timestamp_seconds(id)\", type: timestamp}\n") \
+    .replace("join:", "stream:\n  watermarks:\n    b: {column: ts, delay: \"5 minutes\"}\njoin:")
+
+
+def test_stream_watermarks_are_checked(write_scenario):
+    assert load_scenario(write_scenario(STREAM)).data["stream"]["watermarks"]["b"]["column"] == "ts"
+    with pytest.raises(ScenarioError, match=r"stream.watermarks.b.column: 'k' must be a column of 'b' with type: timestamp"):
+        load_scenario(write_scenario(STREAM.replace("column: ts", "column: k")))
+    with pytest.raises(ScenarioError, match=r"stream.watermarks.zz: 'zz' is not a side of the join"):
+        load_scenario(write_scenario(STREAM.replace("    b: {column", "    zz: {column")))
+    with pytest.raises(ScenarioError, match=r"stream.watermarks.b.delay: .*does not match"):
+        load_scenario(write_scenario(STREAM.replace('"5 minutes"', '"soon"')))
