@@ -36,27 +36,23 @@ class ScenarioRuntimeError(Exception):
 
 # --------------------------------------------------------------------------- query
 
-def join_condition(F, join: dict):
-    parts = []
+def condition_text(join: dict) -> str:
+    """The join condition as Spark SQL over the aliases `l` and `r` (empty: none)."""
+    conditions = []
     for pair in join.get("on", []):
         left_col, right_col = (pair, pair) if isinstance(pair, str) else pair
-        parts.append(F.col(f"l.{left_col}") == F.col(f"r.{right_col}"))
+        conditions.append(f"l.`{left_col}` = r.`{right_col}`")
     if "condition" in join:
-        parts.append(F.expr(join["condition"]))
-    return reduce(lambda a, b: a & b, parts) if parts else None
+        conditions.append(f"({join['condition']})")
+    return " AND ".join(conditions)
 
 
 def sql_text(join: dict) -> str:
     hints = [f"{hint_name(h)}(l)" for h in as_hint_list(join.get("hints", {}).get("left"))]
     hints += [f"{hint_name(h)}(r)" for h in as_hint_list(join.get("hints", {}).get("right"))]
-    conditions = []
-    for pair in join.get("on", []):
-        left_col, right_col = (pair, pair) if isinstance(pair, str) else pair
-        conditions.append(f"l.{left_col} = r.{right_col}")
-    if "condition" in join:
-        conditions.append(f"({join['condition']})")
     hint_text = f"/*+ {', '.join(hints)} */ " if hints else ""
-    on_text = f" ON {' AND '.join(conditions)}" if conditions else ""
+    condition = condition_text(join)
+    on_text = f" ON {condition}" if condition else ""
     join_type = JOIN_TYPES[join.get("type", "inner")]
     return f"SELECT {hint_text}* FROM {join['left']} l {SQL_JOIN[join_type]} {join['right']} r{on_text}"
 
@@ -92,20 +88,19 @@ def build_query(spark, scope: CaseScope, join: dict, tables: dict):
     for hint in as_hint_list(join.get("hints", {}).get("right")):
         right = right.hint(hint_name(hint))
     join_type = JOIN_TYPES[join.get("type", "inner")]
-    condition = join_condition(F, join)
-    if condition is None:
+    condition = condition_text(join)
+    if not condition:
         return left.crossJoin(right) if join_type == "cross" else left.join(right, how=join_type)
-    return left.join(right, condition, join_type)
+    return left.join(right, F.expr(condition), join_type)
 
 
 def checksum_frame(query):
     """count(*) and an order-independent checksum over every output column. Hashing all
-    columns keeps them all alive, so column pruning cannot change the planned join."""
-    from pyspark.sql import functions as F
-
-    renamed = query.toDF(*[f"c{i}" for i in range(len(query.columns))])
-    row_hash = F.xxhash64(*[F.col(c) for c in renamed.columns]).cast("decimal(38,0)")
-    return renamed.agg(F.count(F.lit(1)).alias("rows"), F.sum(row_hash).alias("hash_sum"))
+    columns keeps them all alive, so column pruning cannot change the planned join.
+    Built from SQL text: two DataFrame calls instead of one JVM round trip per column."""
+    names = [f"c{i}" for i in range(len(query.columns))]
+    row_hash = f"CAST(xxhash64({', '.join(names)}) AS DECIMAL(38,0))"
+    return query.toDF(*names).selectExpr("count(1) AS rows", f"sum({row_hash}) AS hash_sum")
 
 
 def _checksum_text(hash_sum) -> str:

@@ -7,9 +7,11 @@ driven with `processAllAvailable()` (works on every version, unlike availableNow
 
 Outer and semi joins only emit a row once the watermark has passed it. So after the
 data, two "flush" micro-batches add one row per watermarked side whose event time lies
-far past the data (30 and 60 days after the latest) and whose other columns are NULL,
-so it matches nothing. The first moves the watermark past every data row; the second
-runs a batch under that watermark, which evicts the state and emits the outer rows.
+far past the data (30 and 60 days after the latest; other columns copied from a row
+without NULLs, so that inferred `IS NOT NULL` filters keep it). The first moves the
+watermark past every data row; the second runs a batch under that watermark, which
+evicts the state and emits the outer rows. Output rows holding a flush row's event time
+are removed from the result.
 """
 from __future__ import annotations
 
@@ -34,13 +36,24 @@ def _append(df, source_dir, staging_dir) -> None:
     shutil.rmtree(staging_dir, ignore_errors=True)
 
 
-def _flush_row(spark, df, column: str, latest: str, days: int):
+def _flush_template(df):
+    """A row with no NULLs, to copy for flush rows. Spark infers `key IS NOT NULL` for
+    join keys and pushes it below the watermark, so a NULL-key flush row would be dropped
+    before it could move the watermark."""
+    return df.dropna().limit(1).first()
+
+
+def _flush_row(spark, df, template, column: str, latest: str, days: int):
     from pyspark.sql import functions as F
 
     event_time = F.expr(f"TIMESTAMP '{latest}' + INTERVAL {days} DAYS")
-    fields = [(event_time if f.name == column else F.lit(None)).cast(f.dataType).alias(f.name)
-              for f in df.schema.fields]
-    return spark.range(1).select(*fields)
+
+    def value(field):
+        if field.name == column:
+            return event_time
+        return F.lit(None if template is None else template[field.name])
+    fields = [value(f).cast(f.dataType).alias(f.name) for f in df.schema.fields]
+    return spark.range(0, 1, 1, 1).select(*fields)
 
 
 def _latest_event_time(tables: dict, watermarks: dict) -> str:
@@ -79,17 +92,41 @@ def run_stream(session, scope, case: Case, tables: dict, build_query) -> dict:
              .option("checkpointLocation", str(root / "checkpoint")).start())
     scope.on_close(lambda: _stop(spark, query, sink, root))
     scope.on_timeout(query.stop)
-    query.processAllAvailable()
+    appended = sum(df.count() for df in tables.values())
+    _drain(query, appended, scope)
     latest = _latest_event_time(tables, watermarks)
+    templates = {name: _flush_template(tables[name]) for name in watermarks}
     for step, days in enumerate(FLUSH_DAYS, start=1):
         for name, mark in watermarks.items():
-            flush = _flush_row(spark, tables[name], mark["column"], latest, days)
+            flush = _flush_row(spark, tables[name], templates[name], mark["column"], latest, days)
             _append(flush, sources[name], root / "staging" / f"{name}-flush{step}")
-        query.processAllAvailable()
-        scope.check_timeout()
+            appended += 1
+        _drain(query, appended, scope)
     plan = query._jsq.streamingQuery().lastExecution().executedPlan()
     batches = int(query.lastProgress["batchId"]) + 1 if query.lastProgress else 0
-    return {"plan": plan, "result": spark.table(sink), "batches": batches}
+    return {"plan": plan, "result": _without_flush_rows(spark.table(sink), watermarks, latest), "batches": batches}
+
+
+def _without_flush_rows(result, watermarks: dict, latest: str):
+    """Drop output rows made of flush rows (they may match each other, or any row when
+    the join has no time-range condition)."""
+    columns = [m["column"] for m in watermarks.values() if m["column"] in result.columns]
+    if not columns:
+        return result
+    cutoff = f"TIMESTAMP '{latest}' + INTERVAL {FLUSH_DAYS[0] - 1} DAYS"
+    return result.where(" AND ".join(f"coalesce(`{c}` < {cutoff}, true)" for c in columns))
+
+
+def _drain(query, appended: int, scope) -> None:
+    """Process until every appended row has been read. `processAllAvailable` alone can
+    return between two sources' files (it waits for what was listed when it looked)."""
+    while True:
+        query.processAllAvailable()
+        read = sum(int(p["numInputRows"]) for p in query.recentProgress)
+        if read >= appended:
+            return
+        scope.check_timeout()
+        time.sleep(0.05)
 
 
 def _stop(spark, query, sink: str, root) -> None:
