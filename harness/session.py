@@ -52,6 +52,7 @@ log4j.appender.hints.layout.ConversionPattern=%m%n
 """
 
 
+PLAN_STRING_LIMIT = 20_000
 STOP_GRACE_S = float(os.environ.get("HARNESS_STOP_GRACE_S", "20"))
 EXIT_GRACE_S = float(os.environ.get("HARNESS_EXIT_GRACE_S", "40"))
 
@@ -113,7 +114,10 @@ class Session:
                    .config("spark.driver.extraJavaOptions", java_opts)
                    .config("spark.sql.warehouse.dir", str(self.workdir / "warehouse"))
                    .config("spark.sql.session.timeZone", "UTC")
-                   .config("spark.sql.runSQLOnFiles", "false"))
+                   .config("spark.sql.runSQLOnFiles", "false")
+                   # Faker pools are plan literals: building full plan strings costs
+                   # tens of ms per case; reports keep at most this much anyway.
+                   .config("spark.sql.maxPlanStringLength", str(PLAN_STRING_LIMIT)))
         for key, value in (extra_conf or {}).items():
             builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
