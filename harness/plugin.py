@@ -29,6 +29,8 @@ def pytest_addoption(parser):
     group.addoption("--no-report", action="store_true", help="do not write JSON/HTML/JUnit reports")
     group.addoption("--spark-master", default=None,
                     help="Spark master URL (default: local[2], or $HARNESS_SPARK_MASTER)")
+    group.addoption("--plan-text", choices=("all", "failed"), default=None,
+                    help="which cases keep their plan text in the report (default: all; $HARNESS_PLAN_TEXT)")
 
 
 def _reporting(config) -> bool:
@@ -45,6 +47,8 @@ def pytest_configure(config):
         config.pluginmanager.register(HarnessReporter(config), "join-harness-reporter")
     if config.getoption("spark_master"):
         os.environ["HARNESS_SPARK_MASTER"] = config.getoption("spark_master")
+    if config.getoption("plan_text"):
+        os.environ["HARNESS_PLAN_TEXT"] = config.getoption("plan_text")
     if _reporting(config) and getattr(config.option, "xmlpath", None) is None and _runs_scenarios(config):
         config.option.xmlpath = str(report.version_dir(config.getoption("report_dir"), report.installed_spark()) /
                                     "junit.xml")

@@ -207,12 +207,27 @@ def _wants_operators(case: Case) -> bool:
     return "operators" in case.expect or any("operators" in o for o in case.overrides)
 
 
-def _plan_summary(plan, case: Case) -> dict:
-    summary = {"joins": [j.to_dict() for j in plans.join_nodes(plan, _catalog_names(case))],
-               "text": plans.plan_text(plan)}
+def _plan_summary(plan, case: Case, plan_objects: dict, which: str) -> dict:
+    """Join nodes now; the plan's text later (see `_add_plan_texts`)."""
+    plan_objects[which] = plan
+    summary = {"joins": [j.to_dict() for j in plans.join_nodes(plan, _catalog_names(case))], "text": ""}
     if _wants_operators(case):
         summary["operators"] = plans.operator_counts(plan)
     return summary
+
+
+def plan_text_policy() -> str:
+    """`all` (default): every case's plans in the report; `failed`: only for cases that
+    did not pass. A plan holding a Faker pool (an array literal) takes ~40 ms to print."""
+    return os.environ.get("HARNESS_PLAN_TEXT", "all")
+
+
+def _add_plan_texts(record: dict, plan_objects: dict) -> None:
+    if plan_text_policy() == "failed" and record["status"] == "passed":
+        return
+    for which, plan in plan_objects.items():
+        if record["observed"].get(which):
+            record["observed"][which]["text"] = plans.plan_text(plan)
 
 
 def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: dict,
@@ -240,9 +255,10 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
     start = time.perf_counter()
     frame = checksum_frame(query)
     plan = plans.current_plan(frame)
+    plan_objects: dict = {}
     observed = {
         "adaptive": plans.is_adaptive(plan),
-        "initial": _plan_summary(plan, case),
+        "initial": _plan_summary(plan, case, plan_objects, "initial"),
         "final": None,
         "estimates": plans.join_estimates(frame),
         "executed": False,
@@ -251,6 +267,7 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
         "error": None,
         "conf": {k: session.conf_value(k) for k in conf},
     }
+    observed["plan_objects"] = plan_objects  # taken out again before the record is made
     timings["plan_s"] = time.perf_counter() - start
     scope.check_timeout()
 
@@ -259,7 +276,7 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
         row = frame.collect()[0]
         scope.check_timeout()
         observed.update(executed=True, rows=int(row["rows"]), checksum=_checksum_text(row["hash_sum"]))
-        observed["final"] = _plan_summary(plans.current_plan(frame), case)
+        observed["final"] = _plan_summary(plans.current_plan(frame), case, plan_objects, "final")
         if collect_rows:
             observed["result_rows"] = expect.normalize_rows(query.limit(RESULT_ROWS_LIMIT + 1).collect())
         timings["execute_s"] = time.perf_counter() - start
@@ -306,8 +323,10 @@ def run_case(case: Case, session: Session) -> dict:
         except Exception as exc:  # Spark rejected or failed the query: that is an observation
             observed["error"] = timeout_error(case, session) if scope.timed_out.is_set() else describe_error(exc)
         observed["warnings"] = scope.warnings()
-    total = time.perf_counter() - started
-    return make_record(case, session, expected, observed, total)
+    plan_objects = observed.pop("plan_objects", {})
+    record = make_record(case, session, expected, observed, time.perf_counter() - started)
+    _add_plan_texts(record, plan_objects)
+    return record
 
 
 def timeout_error(case: Case, session: Session) -> dict:
