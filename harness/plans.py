@@ -9,14 +9,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-JOIN_OPERATORS = {
-    "BroadcastHashJoinExec": "BroadcastHashJoin",
-    "ShuffledHashJoinExec": "ShuffledHashJoin",
-    "SortMergeJoinExec": "SortMergeJoin",
-    "BroadcastNestedLoopJoinExec": "BroadcastNestedLoopJoin",
-    "CartesianProductExec": "CartesianProduct",
-    "StreamingSymmetricHashJoinExec": "StreamingSymmetricHashJoin",
-}
+# Operator node names (class name without `Exec`): one Py4J call per node, where the
+# class name takes two. The walk makes ~15 of them per plan and cases are plan-only.
+JOIN_OPERATORS = ("BroadcastHashJoin", "ShuffledHashJoin", "SortMergeJoin", "BroadcastNestedLoopJoin",
+                  "CartesianProduct", "StreamingSymmetricHashJoin")
 BUILD_SIDE_NAMES = {"BuildLeft": "left", "BuildRight": "right"}
 
 
@@ -36,13 +32,17 @@ class JoinNode:
         return asdict(self)
 
 
-def _children(node) -> list:
-    name = node.getClass().getSimpleName()
-    if name == "AdaptiveSparkPlanExec":
+def _kind(node) -> str:
+    # nodeName may carry a suffix: "SortMergeJoin(skew=true)", "WholeStageCodegen (1)".
+    return str(node.nodeName()).split("(")[0].strip()
+
+
+def _children(node, kind: str) -> list:
+    if kind == "AdaptiveSparkPlan":
         return [node.executedPlan()]
-    if name.endswith("QueryStageExec"):
+    if kind.endswith("QueryStage"):
         return [node.plan()]
-    if name == "ReusedExchangeExec":
+    if kind == "ReusedExchange":
         return [node.child()]
     seq = node.children()
     return [seq.apply(i) for i in range(seq.size())]
@@ -55,15 +55,15 @@ def _safe_str(fn) -> str:
         return ""
 
 
-def _join_node(node, class_name: str) -> JoinNode:
+def _join_node(node, kind: str) -> JoinNode:
     build = "none"
-    if class_name not in ("CartesianProductExec", "SortMergeJoinExec"):
+    if kind not in ("CartesianProduct", "SortMergeJoin"):
         build = BUILD_SIDE_NAMES.get(_safe_str(lambda: node.buildSide()), "none")
     condition = _safe_str(lambda: node.condition())
     null_aware = _safe_str(lambda: node.isNullAwareAntiJoin()).lower() == "true"
-    skew = class_name in ("SortMergeJoinExec", "ShuffledHashJoinExec") and _safe_str(lambda: node.isSkewJoin()).lower() == "true"
+    skew = kind in ("SortMergeJoin", "ShuffledHashJoin") and _safe_str(lambda: node.isSkewJoin()).lower() == "true"
     return JoinNode(
-        strategy=JOIN_OPERATORS[class_name],
+        strategy=kind,
         build_side=build,
         join_type=_safe_str(lambda: node.joinType()),
         left_keys=_safe_str(lambda: node.leftKeys()),
@@ -83,10 +83,10 @@ def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]
     stack = [physical_plan]
     while stack:
         node = stack.pop()
-        class_name = node.getClass().getSimpleName()
-        if class_name in JOIN_OPERATORS:
-            found.append(_join_node(node, class_name))
-        stack.extend(reversed(_children(node)))
+        kind = _kind(node)
+        if kind in JOIN_OPERATORS:
+            found.append(_join_node(node, kind))
+        stack.extend(reversed(_children(node, kind)))
     return found
 
 
@@ -94,15 +94,15 @@ def _join_nodes_with_tables(physical_plan, table_names: dict) -> list[JoinNode]:
     found: list[JoinNode] = []
 
     def visit(node) -> set:
-        class_name = node.getClass().getSimpleName()
-        if class_name == "FileSourceScanExec":
+        kind = _kind(node)
+        if kind.startswith("Scan "):  # FileSourceScanExec: "Scan parquet <table>"
             table = _safe_str(lambda: node.tableIdentifier().get().table())
             return {table_names.get(table, table)} if table else set()
         join = None
-        if class_name in JOIN_OPERATORS:
-            join = _join_node(node, class_name)
+        if kind in JOIN_OPERATORS:
+            join = _join_node(node, kind)
             found.append(join)
-        below = set().union(*[visit(child) for child in _children(node)])
+        below = set().union(*[visit(child) for child in _children(node, kind)])
         if join is not None:
             join.tables = sorted(below)
         return below
@@ -120,7 +120,7 @@ def operator_counts(physical_plan) -> dict[str, int]:
         name = node.getClass().getSimpleName()
         name = name[:-4] if name.endswith("Exec") else name
         counts[name] = counts.get(name, 0) + 1
-        stack.extend(_children(node))
+        stack.extend(_children(node, _kind(node)))
         subqueries = node.subqueries()
         stack.extend(subqueries.apply(i) for i in range(subqueries.size()))
     return dict(sorted(counts.items()))
@@ -160,7 +160,7 @@ def join_estimates(dataframe) -> list[dict]:
     stack = [dataframe._jdf.queryExecution().optimizedPlan()]
     while stack:
         node = stack.pop()
-        if node.getClass().getSimpleName() == "Join":
+        if _kind(node) == "Join":
             out.append({"left": _stats(node.left()), "right": _stats(node.right())})
         seq = node.children()
         stack.extend(reversed([seq.apply(i) for i in range(seq.size())]))
