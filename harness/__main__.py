@@ -1,0 +1,29 @@
+"""Command line: `python -m harness diff OLD NEW [--report-dir reports]`."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness", description="Spark join strategy harness")
+    commands = parser.add_subparsers(dest="command", required=True)
+    diff = commands.add_parser("diff", help="what changed between two Spark versions' results")
+    diff.add_argument("old", help="Spark version, e.g. 3.5.7 (reads <report-dir>/<version>/results.json)")
+    diff.add_argument("new", help="Spark version, e.g. 4.3.0")
+    diff.add_argument("--report-dir", default="reports")
+    args = parser.parse_args(argv)
+    if args.command == "diff":
+        from . import diff as upgrade_diff
+        try:
+            return upgrade_diff.main(args.old, args.new, args.report_dir)
+        except (FileNotFoundError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except BrokenPipeError:  # e.g. piped into `head`
+            return 0
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

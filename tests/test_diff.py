@@ -1,0 +1,39 @@
+"""The upgrade diff between two versions' results."""
+import json
+
+from harness import diff
+from harness.__main__ import main
+
+
+def record(case_id, strategy="BroadcastHashJoin", build="right", rows=10, checksum="00000000000000aa",
+           warnings=(), error=None, status="passed"):
+    node = {"strategy": strategy, "build_side": build}
+    return {"case_id": case_id, "status": status,
+            "observed": {"initial": {"joins": [node]}, "final": None, "executed": rows is not None,
+                         "rows": rows, "checksum": checksum, "warnings": list(warnings), "error": error}}
+
+
+def test_changes_are_grouped_by_kind():
+    old = {"cases": [record("a"), record("b"), record("c"), record("d", warnings=["w1"]), record("gone"),
+                     record("e")]}
+    new = {"cases": [record("a", strategy="SortMergeJoin", build="none"), record("b", build="left"),
+                     record("c", rows=11), record("d", warnings=["w2"]), record("e"), record("added")]}
+    grouped = diff.diff_results(old, new)
+    assert grouped["strategy"] == [("a", "initial: BroadcastHashJoin (build right) → SortMergeJoin")]
+    assert grouped["build side"] == [("b", "initial: BroadcastHashJoin build right → build left")]
+    assert grouped["result"] == [("c", "10 rows / 00000000000000aa → 11 rows / 00000000000000aa")]
+    assert grouped["warnings"] == [("d", "+ w2; - w1")]
+    assert [c for c, _ in grouped["only in one version"]] == ["added", "gone"]
+    assert "e" not in {c for entries in grouped.values() for c, _ in entries}
+
+
+def test_command_reads_report_dirs(tmp_path, capsys):
+    for version, strategy in (("3.5.7", "SortMergeJoin"), ("4.3.0", "ShuffledHashJoin")):
+        (tmp_path / version).mkdir()
+        (tmp_path / version / "results.json").write_text(json.dumps({"cases": [record("x", strategy, "none")]}))
+    assert main(["diff", "3.5.7", "4.3.0", "--report-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Spark 3.5.7 → 4.3.0: 1 case(s) differ" in out
+    assert "x: initial: SortMergeJoin → ShuffledHashJoin" in out
+    assert main(["diff", "3.5.7", "9.9.9", "--report-dir", str(tmp_path)]) == 2
+    assert "no results for Spark 9.9.9" in capsys.readouterr().err
