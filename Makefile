@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 WORKERS ?= 2
 PYTEST := $(PY) -m pytest
 
-.PHONY: env run test unit scenarios bench clean
+.PHONY: env run test unit scenarios bench matrix diff clean
 
 env: $(VENV)/.installed
 
@@ -31,6 +31,14 @@ scenarios: env
 
 bench: env
 	$(PY) bench/bench.py
+
+## the suite on several Spark versions (VERSIONS="3.4.4 4.3.0"; default: 3.1 ... 4.3)
+matrix: env
+	$(PY) -m harness matrix $(VERSIONS)
+
+## the upgrade diff between two versions' results: make diff FROM=3.5.9 TO=4.3.0
+diff: env
+	$(PY) -m harness diff $(FROM) $(TO)
 
 clean:
 	rm -rf reports/*/ .pytest_cache

@@ -12,7 +12,16 @@ def main(argv: list[str] | None = None) -> int:
     diff.add_argument("old", help="Spark version, e.g. 3.5.7 (reads <report-dir>/<version>/results.json)")
     diff.add_argument("new", help="Spark version, e.g. 4.3.0")
     diff.add_argument("--report-dir", default="reports")
+    matrix = commands.add_parser("matrix", help="run the suite on several Spark versions, one environment each")
+    matrix.add_argument("versions", nargs="*", help="PySpark versions (default: latest patch of 3.1 ... 4.3)")
+    matrix.add_argument("--report-dir", default="reports")
+    matrix.add_argument("--workers", default="2")
+    matrix.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
     args = parser.parse_args(argv)
+    if args.command == "matrix":
+        from . import matrix as version_matrix
+        extra = ["-k", args.keyword] if args.keyword else []
+        return version_matrix.main(args.versions, args.report_dir, args.workers, extra)
     if args.command == "diff":
         from . import diff as upgrade_diff
         try:

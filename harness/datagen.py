@@ -228,6 +228,28 @@ def _literal_type(values: list) -> str:
     return "string"
 
 
+def faker_pool_args(seed: int, table: str, name: str, spec: dict) -> tuple | None:
+    """(provider, locale, size, seed) of a Faker column's pool, None for other columns."""
+    if "faker" not in spec:
+        return None
+    fk = spec["faker"]
+    return fk["provider"], fk.get("locale", "en_US"), fk.get("pool", 1000), stable_seed(seed, table, name) & 0x7FFFFFFF
+
+
+def warm_faker_pools(scenarios) -> int:
+    """Build every Faker pool these scenarios use into the disk cache (no Spark needed),
+    so environments without Faker (Python < 3.10) can read them."""
+    built = 0
+    for scenario in scenarios:
+        for table, spec in scenario.data["tables"].items():
+            for name, column in spec["columns"].items():
+                args = faker_pool_args(scenario.seed, table, name, column)
+                if args:
+                    faker_pool(*args)
+                    built += 1
+    return built
+
+
 def column_expression(F, seed: int, table: str, name: str, spec: dict):
     """The Spark Column for one generated column (F is pyspark.sql.functions)."""
     column_seed = stable_seed(seed, table, name)
@@ -245,8 +267,7 @@ def column_expression(F, seed: int, table: str, name: str, spec: dict):
         col = F.expr(_typed_from_long(_key_expr(spec["key"], column_seed), type_name or "long"))
         type_name = None
     elif "faker" in spec:
-        fk = spec["faker"]
-        pool = faker_pool(fk["provider"], fk.get("locale", "en_US"), fk.get("pool", 1000), column_seed & 0x7FFFFFFF)
+        pool = faker_pool(*faker_pool_args(seed, table, name, spec))
         col = F.element_at(F.split(F.lit(POOL_SEPARATOR.join(pool)), POOL_SEPARATOR),
                            F.expr(f"CAST({_below(column_seed, 1, len(pool))} + 1 AS INT)"))
     elif "values" in spec:
