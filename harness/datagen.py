@@ -206,6 +206,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; reports are for everyone to read
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -133,7 +133,8 @@ def main(versions: list[str], report_dir: str = "reports", workers: str = "2", e
         log(f"Spark {spark}: exit {code}, {seconds:.0f} s")
     log("wall time: " + ", ".join(f"{v} {s:.0f} s" for v, s in timings.items())
         + f"; total {time.perf_counter() - total:.0f} s")
-    from . import diff
+    from . import diff, merged
+    log(f"merged report: {merged.write_merged(report_dir)}")
     for old, new in zip(ran, ran[1:]):
         try:
             print(diff.format_diff(old, new, diff.diff_results(diff.load_results(report_dir, old),

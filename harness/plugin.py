@@ -171,6 +171,8 @@ class HarnessReporter:
             return
         invalid = [{"file": nodeid, "message": message} for nodeid, message in self.invalid.items()]
         self.written = report.write_reports(self.config.getoption("report_dir"), list(self.records.values()), invalid)
+        from .merged import write_merged  # every version's results side by side
+        self.written.append(write_merged(self.config.getoption("report_dir")))
         if getattr(self.config.option, "xmlpath", None):
             self.written.append(Path(self.config.option.xmlpath))
 

@@ -1,0 +1,99 @@
+"""reports/index.html: every Spark version's results side by side.
+
+One row per case, one column per version (the observed strategy and build side, the
+final adaptive plan too where it differs; coloured by status; a cell that changed since
+the previous version is marked), a summary per version, and an upgrade view: pick two
+versions and see the cases that change, grouped by kind (`harness.diff`). The data is
+embedded in the page; nothing is fetched.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from . import diff
+from .datagen import atomic_write_text
+from .report import top_join
+
+
+def _sort_key(version: str):
+    try:
+        return (0, Version(version))
+    except InvalidVersion:
+        return (1, version)
+
+
+def load_all(report_dir: str | Path) -> dict[str, dict]:
+    """version → results.json, for every reports/<version>/results.json, oldest first."""
+    found = {}
+    for path in Path(report_dir).glob("*/results.json"):
+        found[path.parent.name] = json.loads(path.read_text(encoding="utf-8"))
+    return {v: found[v] for v in sorted(found, key=_sort_key)}
+
+
+def _plan_label(record: dict, which: str) -> str:
+    node = top_join(record, which)
+    if node is None:
+        return "no join" if (record["observed"].get(which) is not None) else ""
+    return node["strategy"] + (f" ({node['build_side']})" if node["build_side"] != "none" else "")
+
+
+def _cell(record: dict) -> dict:
+    initial, final = _plan_label(record, "initial"), _plan_label(record, "final")
+    observed = record["observed"]
+    if record["kind"] == "agreement":
+        initial, final = f"{len(observed.get('strategies') or [])} strategies agree", ""
+    return {"status": record["status"], "initial": initial, "final": final if final != initial else "",
+            "rows": observed.get("rows"), "message": record.get("message", "")[:300],
+            "error": (observed.get("error") or {}).get("class", "")}
+
+
+def matrix_data(results: dict[str, dict]) -> dict:
+    versions = list(results)
+    rows: dict[str, dict] = {}
+    for version, doc in results.items():
+        for record in doc["cases"]:
+            row = rows.setdefault(record["case_id"], {"id": record["case_id"], "file": record["file"],
+                                                      "folder": record["file"].split("/")[-2] if "/" in record["file"] else "",
+                                                      "tags": record.get("tags", []), "cells": {}})
+            row["cells"][version] = _cell(record)
+    for row in rows.values():
+        previous = None
+        for version in versions:
+            cell = row["cells"].get(version)
+            if cell is None:
+                continue
+            signature = (cell["initial"], cell["final"], cell["rows"], cell["error"])
+            cell["changed"] = previous is not None and signature != previous
+            previous = signature
+    summary = {v: {"by_status": doc["summary"]["by_status"], "by_strategy": doc["summary"]["by_strategy"],
+                   "seconds": round(doc["summary"]["total_case_seconds"], 1), "java": doc["versions"]["java"],
+                   "python": doc["versions"]["python"]} for v, doc in results.items()}
+    upgrades = {}
+    for i, old in enumerate(versions):
+        for new in versions[i + 1:]:
+            grouped = diff.diff_results(results[old], results[new])
+            upgrades[f"{old}|{new}"] = {kind: entries for kind, entries in grouped.items() if entries}
+    return {"versions": versions, "rows": sorted(rows.values(), key=lambda r: (r["file"], r["id"])),
+            "summary": summary, "upgrades": upgrades}
+
+
+def render(data: dict) -> str:
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    env = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
+                      autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+    # Embedded as JSON in a <script> element: keep "</" from closing it.
+    payload = json.dumps(data, default=str).replace("</", "<\\/")
+    return env.get_template("matrix.html.j2").render(data=data, payload=payload)
+
+
+def write_merged(report_dir: str | Path) -> Path | None:
+    results = load_all(report_dir)
+    if not results:
+        return None
+    target = Path(report_dir) / "index.html"
+    atomic_write_text(target, render(matrix_data(results)))
+    return target
