@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 WORKERS ?= 2
 PYTEST := $(PY) -m pytest
 
-.PHONY: env run test unit scenarios bench matrix diff clean
+.PHONY: env run test unit scenarios bench matrix diff test-browser clean
 
 env: $(VENV)/.installed
 
@@ -35,6 +35,11 @@ bench: env
 ## the suite on several Spark versions (VERSIONS="3.4.4 4.3.0"; default: 3.1 ... 4.3)
 matrix: env
 	$(PY) -m harness matrix $(VERSIONS)
+
+## the merged report in a real headless Chromium (installs Debian's chromium if missing)
+test-browser: env
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+	$(PYTEST) tests/test_browser.py -v --no-report
 
 ## the upgrade diff between two versions' results: make diff FROM=3.5.9 TO=4.3.0
 diff: env
