@@ -34,8 +34,6 @@ def python_candidates(spark: str) -> list[str]:
     v = Version(spark)
     if v < Version("3.1"):
         return ["3.8", "3.7"]
-    if v < Version("3.2"):
-        return ["3.9", "3.8"]
     if v < Version("3.3"):
         return ["3.9", "3.8"]
     if v < Version("3.4"):

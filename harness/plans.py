@@ -77,25 +77,11 @@ def _join_node(node, kind: str) -> JoinNode:
 def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]:
     """Every join operator of a physical plan, pre-order. With `table_names` (catalog
     table → scenario name), each join also lists the tables below it: the join order."""
-    if table_names is not None:
-        return _join_nodes_with_tables(physical_plan, table_names)
-    found: list[JoinNode] = []
-    stack = [physical_plan]
-    while stack:
-        node = stack.pop()
-        kind = _kind(node)
-        if kind in JOIN_OPERATORS:
-            found.append(_join_node(node, kind))
-        stack.extend(reversed(_children(node, kind)))
-    return found
-
-
-def _join_nodes_with_tables(physical_plan, table_names: dict) -> list[JoinNode]:
     found: list[JoinNode] = []
 
     def visit(node) -> set:
         kind = _kind(node)
-        if kind.startswith("Scan "):  # FileSourceScanExec: "Scan parquet <table>"
+        if table_names is not None and kind.startswith("Scan "):  # FileSourceScanExec: "Scan parquet <table>"
             table = _safe_str(lambda: node.tableIdentifier().get().table())
             return {table_names.get(table, table)} if table else set()
         join = None
@@ -103,7 +89,7 @@ def _join_nodes_with_tables(physical_plan, table_names: dict) -> list[JoinNode]:
             join = _join_node(node, kind)
             found.append(join)
         below = set().union(*[visit(child) for child in _children(node, kind)])
-        if join is not None:
+        if join is not None and table_names is not None:
             join.tables = sorted(below)
         return below
 

@@ -207,10 +207,10 @@ def _wants_operators(case: Case) -> bool:
     return "operators" in case.expect or any("operators" in o for o in case.overrides)
 
 
-def _plan_summary(plan, case: Case, plan_objects: dict, which: str) -> dict:
+def _plan_summary(plan, case: Case, table_names: dict | None, plan_objects: dict, which: str) -> dict:
     """Join nodes now; the plan's text later (see `_add_plan_texts`)."""
     plan_objects[which] = plan
-    summary = {"joins": [j.to_dict() for j in plans.join_nodes(plan, _catalog_names(case))], "text": ""}
+    summary = {"joins": [j.to_dict() for j in plans.join_nodes(plan, table_names)], "text": ""}
     if _wants_operators(case):
         summary["operators"] = plans.operator_counts(plan)
     return summary
@@ -256,9 +256,10 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
     frame = checksum_frame(query)
     plan = plans.current_plan(frame)
     plan_objects: dict = {}
+    table_names = _catalog_names(case)
     observed = {
         "adaptive": plans.is_adaptive(plan),
-        "initial": _plan_summary(plan, case, plan_objects, "initial"),
+        "initial": _plan_summary(plan, case, table_names, plan_objects, "initial"),
         "final": None,
         "estimates": plans.join_estimates(frame),
         "executed": False,
@@ -276,7 +277,7 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
         row = frame.collect()[0]
         scope.check_timeout()
         observed.update(executed=True, rows=int(row["rows"]), checksum=_checksum_text(row["hash_sum"]))
-        observed["final"] = _plan_summary(plans.current_plan(frame), case, plan_objects, "final")
+        observed["final"] = _plan_summary(plans.current_plan(frame), case, table_names, plan_objects, "final")
         if collect_rows:
             observed["result_rows"] = expect.normalize_rows(query.limit(RESULT_ROWS_LIMIT + 1).collect())
         timings["execute_s"] = time.perf_counter() - start
