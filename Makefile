@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 WORKERS ?= 2
 PYTEST := $(PY) -m pytest
 
-.PHONY: env run test unit scenarios bench matrix diff test-browser clean
+.PHONY: env run test unit scenarios bench bench-matrix matrix accept diff test-browser clean
 
 env: $(VENV)/.installed
 
@@ -32,14 +32,22 @@ scenarios: env
 bench: env
 	$(PY) bench/bench.py
 
+## wall time of the whole matrix, per version and in total (VERSIONS= as for matrix)
+bench-matrix: env
+	$(PY) bench/bench_matrix.py $(VERSIONS)
+
 ## the suite on several Spark versions (VERSIONS="3.4.4 4.3.0"; default: 3.1 ... 4.3)
 matrix: env
-	$(PY) -m harness matrix $(VERSIONS)
+	$(PY) -m harness matrix $(VERSIONS) $(if $(OBSERVE),--observe)
 
 ## the merged report in a real headless Chromium (installs Debian's chromium if missing)
 test-browser: env
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 	$(PYTEST) tests/test_browser.py -v --no-report
+
+## write what was observed into the scenarios' expectations (VERSIONS=, K=case-id text, DRY=1)
+accept: env
+	$(PY) -m harness accept $(VERSIONS) $(if $(K),-k "$(K)") $(if $(DRY),--dry-run)
 
 ## the upgrade diff between two versions' results: make diff FROM=3.5.9 TO=4.3.0
 diff: env

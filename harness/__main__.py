@@ -1,4 +1,4 @@
-"""Command line: `python -m harness diff OLD NEW [--report-dir reports]`."""
+"""Command line: `python -m harness diff|matrix|accept ...` (see --help of each)."""
 from __future__ import annotations
 
 import argparse
@@ -17,10 +17,24 @@ def main(argv: list[str] | None = None) -> int:
     matrix.add_argument("--report-dir", default="reports")
     matrix.add_argument("--workers", default="2")
     matrix.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
+    matrix.add_argument("--observe", action="store_true",
+                        help="survey: record what each version does without checking expectations")
+    accept = commands.add_parser("accept", help="write observed strategies and results into the scenario files")
+    accept.add_argument("versions", nargs="*", help="Spark versions whose results to accept (default: all in report-dir)")
+    accept.add_argument("--report-dir", default="reports")
+    accept.add_argument("-k", dest="keyword", default=None, help="only cases whose id contains this text")
+    accept.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     args = parser.parse_args(argv)
+    if args.command == "accept":
+        from . import accept as golden
+        try:
+            return golden.main(args.versions, args.report_dir, args.keyword, write=not args.dry_run)
+        except FileNotFoundError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     if args.command == "matrix":
         from . import matrix as version_matrix
-        extra = ["-k", args.keyword] if args.keyword else []
+        extra = (["-k", args.keyword] if args.keyword else []) + (["--observe"] if args.observe else [])
         return version_matrix.main(args.versions, args.report_dir, args.workers, extra)
     if args.command == "diff":
         from . import diff as upgrade_diff

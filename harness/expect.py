@@ -41,8 +41,12 @@ def _conf_equal(expected, actual) -> bool:
     return norm(expected) == norm(actual)
 
 
+def _version_in(specifier: str, version: str) -> bool:
+    return SpecifierSet(specifier).contains(spark_version(version), prereleases=True)
+
+
 def when_matches(when: dict, case: Case, version: str) -> bool:
-    if "spark" in when and not SpecifierSet(when["spark"]).contains(spark_version(version), prereleases=True):
+    if "spark" in when and not _version_in(when["spark"], version):
         return False
     if "join_type" in when:
         wanted = when["join_type"] if isinstance(when["join_type"], list) else [when["join_type"]]
@@ -62,7 +66,8 @@ def when_matches(when: dict, case: Case, version: str) -> bool:
 
 def resolve(case: Case, version: str) -> dict:
     """The expectations in force for this case on this Spark version."""
-    expected = {k: case.expect[k] for k in EXPECTATION_KEYS if k in case.expect}
+    base_applies = "spark" not in case.expect or _version_in(case.expect["spark"], version)
+    expected = {k: case.expect[k] for k in EXPECTATION_KEYS if k in case.expect and base_applies}
     for override in case.overrides:
         if when_matches(override["when"], case, version):
             if "strategy" in override and "build_side" not in override:

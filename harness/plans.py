@@ -48,6 +48,13 @@ def _children(node, kind: str) -> list:
     return [seq.apply(i) for i in range(seq.size())]
 
 
+def _unwrap_option(text: str) -> str:
+    """Scala's `Some(x)` → x, `None` → "" (str.removeprefix needs Python 3.9; 3.0 runs on 3.8)."""
+    if text == "None":
+        return ""
+    return text[5:-1] if text.startswith("Some(") and text.endswith(")") else text
+
+
 def _safe_str(fn) -> str:
     try:
         return str(fn())
@@ -68,7 +75,7 @@ def _join_node(node, kind: str) -> JoinNode:
         join_type=_safe_str(lambda: node.joinType()),
         left_keys=_safe_str(lambda: node.leftKeys()),
         right_keys=_safe_str(lambda: node.rightKeys()),
-        condition="" if condition == "None" else condition.removeprefix("Some(").removesuffix(")"),
+        condition=_unwrap_option(condition),
         null_aware=null_aware,
         skew=skew,
     )

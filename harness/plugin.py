@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import os
 import platform
+import time
 from pathlib import Path
 
 import pytest
 
 from . import report
+from .report import clock
 from .scenario import ScenarioError, expand, load_scenario
 
 RECORD_KEY = "harness_record"
@@ -31,6 +33,12 @@ def pytest_addoption(parser):
                     help="Spark master URL (default: local[2], or $HARNESS_SPARK_MASTER)")
     group.addoption("--plan-text", choices=("all", "failed"), default=None,
                     help="which cases keep their plan text in the report (default: all; $HARNESS_PLAN_TEXT)")
+    group.addoption("--observe", action="store_true",
+                    help="survey: record what Spark does without checking the cases' expectations "
+                         "(cross-strategy result checks still run)")
+    group.addoption("--accept", action="store_true",
+                    help="after the run, write what this Spark version observed into the scenario files "
+                         "(python -m harness accept)")
 
 
 def _reporting(config) -> bool:
@@ -49,6 +57,8 @@ def pytest_configure(config):
         os.environ["HARNESS_SPARK_MASTER"] = config.getoption("spark_master")
     if config.getoption("plan_text"):
         os.environ["HARNESS_PLAN_TEXT"] = config.getoption("plan_text")
+    if config.getoption("observe"):
+        os.environ["HARNESS_OBSERVE"] = "1"
     if _reporting(config) and getattr(config.option, "xmlpath", None) is None and _runs_scenarios(config):
         config.option.xmlpath = str(report.version_dir(config.getoption("report_dir"), report.installed_spark()) /
                                     "junit.xml")
@@ -149,8 +159,18 @@ class HarnessReporter:
         self.invalid: dict[str, str] = {}
         self.lost: dict[str, str] = {}
         self.written: list[Path] = []
+        self.progress = Progress(report.installed_spark(), config)
+
+    def pytest_collection_finish(self, session):
+        self.progress.start(len(session.items))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if not self.progress.total:
+            self.progress.start(len(ids))
 
     def pytest_runtest_logreport(self, report):
+        self.progress.seen(report)
         carried = False
         for key, value in getattr(report, "user_properties", []):
             if key == RECORD_KEY:
@@ -175,6 +195,9 @@ class HarnessReporter:
         self.written.append(write_merged(self.config.getoption("report_dir")))
         if getattr(self.config.option, "xmlpath", None):
             self.written.append(Path(self.config.option.xmlpath))
+        if self.config.getoption("accept"):
+            from . import accept
+            accept.main([report.installed_spark()], self.config.getoption("report_dir"))
 
     def _add_lost_records(self):
         from .runner import agreement_id, agreement_representatives, lost_record
@@ -199,3 +222,49 @@ class HarnessReporter:
             terminalreporter.write_sep("-", "join harness reports")
             for path in self.written:
                 terminalreporter.write_line(f"  {path}")
+
+
+class Progress:
+    """Plain progress lines with an ETA: at every tenth of the items or every minute,
+    whichever comes first; readable in a terminal and in a CI log alike."""
+
+    EVERY_S = 60.0
+
+    def __init__(self, spark_version: str, config):
+        self.label = f"spark {spark_version}"
+        self.config = config
+        self.total = 0
+        self.done = 0
+        self.failing = 0
+        self.started = self.last_line = 0.0
+        self.next_tenth = 1
+
+    def start(self, total: int) -> None:
+        self.total = total
+        self.started = self.last_line = time.monotonic()
+
+    def seen(self, report) -> None:
+        if report.failed and report.when in ("setup", "call"):
+            self.failing += 1
+        if report.when != "teardown" or not self.total:
+            return
+        self.done += 1
+        now = time.monotonic()
+        tenth_reached = self.done * 10 >= self.next_tenth * self.total
+        if tenth_reached or now - self.last_line >= self.EVERY_S:
+            while self.done * 10 >= self.next_tenth * self.total:
+                self.next_tenth += 1
+            self.last_line = now
+            self._write(self.line(now - self.started))
+
+    def line(self, elapsed: float) -> str:
+        eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        return (f"[{self.label}] {self.done}/{self.total} items ({100 * self.done // self.total}%) · "
+                f"{clock(elapsed)} elapsed · ETA {clock(eta)} · {self.failing} failing")
+
+    def _write(self, text: str) -> None:
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:
+            terminal.write("\n")  # pytest's progress dots leave the line open
+            terminal.write_line(text)
+

@@ -27,6 +27,12 @@ def installed_spark() -> str:
         return "unknown"
 
 
+def clock(seconds: float) -> str:
+    """2m05s / 42s: durations in progress lines and timing tables."""
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
 def version_dir(report_dir: str | os.PathLike, spark_version: str) -> Path:
     return Path(report_dir) / spark_version
 

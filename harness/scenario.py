@@ -344,14 +344,15 @@ def _check_semantics(path: Path, data: dict, lines: dict) -> None:
         if key in FORBIDDEN_CONFS:
             where = ("spark_conf", key) if key in data.get("spark_conf", {}) else ("matrix", "conf", key)
             raise ScenarioError(path, _line_for(lines, where), _dotted(where), f"'{key}' may not be set by a scenario")
-    for i, override in enumerate(data["expect"].get("overrides", [])):
-        spec = override["when"].get("spark")
+    specs = [(("expect", "spark"), data["expect"].get("spark"))]
+    specs += [(("expect", "overrides", i, "when", "spark"), o["when"].get("spark"))
+              for i, o in enumerate(data["expect"].get("overrides", []))]
+    for where, spec in specs:
         if spec is not None:
             try:
                 from packaging.specifiers import SpecifierSet
                 SpecifierSet(spec)
             except Exception:
-                where = ("expect", "overrides", i, "when", "spark")
                 raise ScenarioError(path, _line_for(lines, where), _dotted(where),
                                     f"'{spec}' is not a PEP 440 version specifier (e.g. '>=3.5')") from None
 
