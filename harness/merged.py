@@ -40,14 +40,60 @@ def _plan_label(record: dict, which: str) -> str:
     return node["strategy"] + (f" ({node['build_side']})" if node["build_side"] != "none" else "")
 
 
-def _cell(record: dict) -> dict:
+def _cell(record: dict, version: str) -> dict:
     initial, final = _plan_label(record, "initial"), _plan_label(record, "final")
     observed = record["observed"]
     if record["kind"] == "agreement":
         initial, final = f"{len(observed.get('strategies') or [])} strategies agree", ""
     return {"status": record["status"], "initial": initial, "final": final if final != initial else "",
             "rows": observed.get("rows"), "message": record.get("message", "")[:300],
-            "error": (observed.get("error") or {}).get("class", "")}
+            "error": (observed.get("error") or {}).get("class", ""), "detail": _detail(record, version)}
+
+
+def _detail(record: dict, version: str) -> dict:
+    """What the per-case panel shows for one version; full plan texts stay in the
+    version's own report (linked), so this page stays small with many versions."""
+    observed = record["observed"]
+    if record["kind"] == "agreement":
+        return {"runs": [f"{r['forced']}: " + (r.get("error") or f"{r['strategy']} ({r['build_side']}) "
+                                                f"{r['rows']} rows / {r['checksum']}") for r in observed["agreement"]],
+                "link": f"{version}/index.html#{record['case_id']}"}
+    estimate = (observed.get("estimates") or [None])[0]
+    join_conf = observed.get("join_conf") or {}
+    return {
+        "joins": {which: [_node_text(n) for n in (observed.get(which) or {}).get("joins", [])]
+                  for which in ("initial", "final") if observed.get(which)},
+        "estimates": {side: estimate[side]["size_in_bytes"] for side in ("left", "right")} if estimate else None,
+        "threshold": join_conf.get("spark.sql.autoBroadcastJoinThreshold") or
+        (observed.get("conf") or {}).get("spark.sql.autoBroadcastJoinThreshold"),
+        "conf": observed.get("conf") or {},
+        "expected": {k: v for k, v in (record.get("expected") or {}).items() if k != "plan"},
+        "warnings": (observed.get("warnings") or [])[:5],
+        "error": f"{observed['error']['class']}: {observed['error']['message'][:400]}" if observed.get("error") else "",
+        "prediction": (record.get("model") or {}).get("explanation", ""),
+        "link": f"{version}/index.html#{record['case_id']}",
+    }
+
+
+def _node_text(node: dict) -> str:
+    text = node["strategy"] + (f" build {node['build_side']}" if node["build_side"] != "none" else "")
+    text += f" · {node.get('join_type', '')}"
+    if node.get("tables"):
+        text += " of " + "+".join(node["tables"])
+    return text
+
+
+def scenario_texts(rows: dict) -> dict[str, str]:
+    """file → its YAML, for the case panels (each file once)."""
+    texts = {}
+    for row in rows.values():
+        path = Path(row["file"])
+        if row["file"] not in texts and path.is_file():
+            texts[row["file"]] = path.read_text(encoding="utf-8", errors="replace")[:MAX_YAML_CHARS]
+    return texts
+
+
+MAX_YAML_CHARS = 20_000
 
 
 def matrix_data(results: dict[str, dict]) -> dict:
@@ -58,7 +104,7 @@ def matrix_data(results: dict[str, dict]) -> dict:
             row = rows.setdefault(record["case_id"], {"id": record["case_id"], "file": record["file"],
                                                       "folder": record["file"].split("/")[-2] if "/" in record["file"] else "",
                                                       "tags": record.get("tags", []), "cells": {}})
-            row["cells"][version] = _cell(record)
+            row["cells"][version] = _cell(record, version)
     for row in rows.values():
         previous = None
         for version in versions:
@@ -77,7 +123,8 @@ def matrix_data(results: dict[str, dict]) -> dict:
             grouped = diff.diff_results(results[old], results[new])
             upgrades[f"{old}|{new}"] = {kind: entries for kind, entries in grouped.items() if entries}
     return {"versions": versions, "rows": sorted(rows.values(), key=lambda r: (r["file"], r["id"])),
-            "summary": summary, "upgrades": upgrades}
+            "summary": summary, "upgrades": upgrades, "files": scenario_texts(rows),
+            "strategies": sorted({s for doc in summary.values() for s in doc["by_strategy"]})}
 
 
 def render(data: dict) -> str:

@@ -22,8 +22,11 @@ def _result(version, cases):
         node = {"strategy": strategy, "build_side": "none"}
         records.append({"kind": "case", "case_id": case_id, "file": f"scenarios/equi/{case_id.split('[')[0]}.yaml",
                         "tags": [], "status": "passed", "message": "",
+                        "expected": {"strategy": strategy, "plan": "initial"},
                         "observed": {"initial": {"joins": [node]}, "final": None, "executed": False, "rows": None,
-                                     "checksum": None, "warnings": [], "error": None}})
+                                     "checksum": None, "warnings": [], "error": None,
+                                     "estimates": [{"left": {"size_in_bytes": 1234567}, "right": {"size_in_bytes": 52000}}],
+                                     "conf": {"spark.sql.autoBroadcastJoinThreshold": "10485760"}}})
     return {"versions": {"spark": version, "java": "17", "python": "3.11"}, "cases": records,
             "summary": {"by_status": {"passed": len(records)}, "by_strategy": {}, "total_case_seconds": 1.0}}
 
@@ -65,3 +68,11 @@ def test_screenshot(report, tmp_path):
     _chromium(tmp_path, report.as_uri(), f"--screenshot={shot}")
     assert shot.exists() and shot.stat().st_size > 10_000
     shutil.copy(shot, report.parent / "matrix-screenshot.png")
+
+
+def test_case_panel_shows_each_version(report, tmp_path):
+    dom = _chromium(tmp_path, report.as_uri() + "#open=a%5Binner%5D", "--dump-dom")
+    assert dom.count('<td class="detail" colspan="3">') == 1  # one case, two versions
+    assert "left 1,234,567 B" in dom and "right 52,000 B" in dom
+    assert 'href="4.3.0/index.html#a[inner]"' in dom and 'href="3.5.7/index.html#a[inner]"' in dom
+    assert "spark.sql.autoBroadcastJoinThreshold=10485760" in dom
