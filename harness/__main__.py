@@ -24,7 +24,12 @@ def main(argv: list[str] | None = None) -> int:
     accept.add_argument("--report-dir", default="reports")
     accept.add_argument("-k", dest="keyword", default=None, help="only cases whose id contains this text")
     accept.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
+    explain = commands.add_parser("explain", help="why Spark picks each case's strategy (the join-selection model)")
+    explain.add_argument("paths", nargs="+", help="scenario files or folders")
     args = parser.parse_args(argv)
+    if args.command == "explain":
+        from . import explain as why
+        return why.main(args.paths)
     if args.command == "accept":
         from . import accept as golden
         try:

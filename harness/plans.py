@@ -7,6 +7,7 @@ order a person reads them top-down in `explain()`.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 # Operator node names (class name without `Exec`): one Py4J call per node, where the
@@ -148,16 +149,51 @@ def plan_text(plan) -> str:
 
 def join_estimates(dataframe) -> list[dict]:
     """sizeInBytes (and row count, when known) of each join's inputs in the optimized
-    logical plan, pre-order. These are the numbers JoinSelection compares."""
+    logical plan, pre-order. These are the numbers JoinSelection compares. The top join
+    also carries what else JoinSelection reads (join type, hints, equi keys): the
+    inputs of harness.model."""
     out = []
+    jvm = dataframe.sparkSession._jvm
     stack = [dataframe._jdf.queryExecution().optimizedPlan()]
     while stack:
         node = stack.pop()
         if _kind(node) == "Join":
-            out.append({"left": _stats(node.left()), "right": _stats(node.right())})
+            entry = {"left": _stats(node.left()), "right": _stats(node.right())}
+            if not out:
+                entry["logical"] = _logical_join(jvm, node)
+            out.append(entry)
         seq = node.children()
         stack.extend(reversed([seq.apply(i) for i in range(seq.size())]))
     return out
+
+
+_HINT = re.compile(r"(left|right)Hint=\(strategy=(\w+)\)")
+
+
+def _logical_join(jvm, node) -> dict:
+    """The logical join as JoinSelection sees it: type, strategy hints per side, whether
+    ExtractEquiJoinKeys matches and its keys are orderable, and whether the single-column
+    null-aware anti join pattern (3.1+) matches."""
+    hints: dict[str, list[str]] = {"left": [], "right": []}
+    for side, name in _HINT.findall(_safe_str(lambda: node.hint())):
+        hints[side].append(name.upper())
+    planning = jvm.org.apache.spark.sql.catalyst.planning
+    equi = _safe_call(lambda: planning.ExtractEquiJoinKeys.unapply(node))
+    orderable = None
+    if equi is not None and equi.isDefined():
+        keys = equi.get()._2()
+        orderable = _safe_call(lambda: bool(jvm.org.apache.spark.sql.catalyst.expressions.RowOrdering.isOrderable(keys)))
+    naaj = _safe_call(lambda: planning.ExtractSingleColumnNullAwareAntiJoin.unapply(node).isDefined())
+    return {"join_type": _safe_str(lambda: node.joinType()), "hints": hints,
+            "equi": bool(equi is not None and equi.isDefined()), "orderable": orderable,
+            "null_aware_candidate": bool(naaj)}
+
+
+def _safe_call(fn):
+    try:
+        return fn()
+    except Exception:  # a class or method this Spark version does not have
+        return None
 
 
 def _stats(node) -> dict:

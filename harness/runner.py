@@ -12,7 +12,7 @@ import re
 import time
 from functools import reduce
 
-from . import datagen, expect, plans, streaming
+from . import datagen, expect, model, plans, streaming
 from .scenario import JOIN_TYPES, Case, as_hint_list, hint_name
 from .session import CaseScope, Session
 
@@ -22,6 +22,7 @@ RESULT_ROWS_LIMIT = 1000
 # when the tables are small enough for that to stay cheap.
 NESTED_LOOP_PAIR_BUDGET = 20_000_000
 AS_WRITTEN = "as written"
+PREDICTED = "predicted"  # expect: {strategy: predicted}
 SQL_JOIN = {"inner": "JOIN", "cross": "CROSS JOIN", "left_outer": "LEFT OUTER JOIN",
             "right_outer": "RIGHT OUTER JOIN", "full_outer": "FULL OUTER JOIN",
             "left_semi": "LEFT SEMI JOIN", "left_anti": "LEFT ANTI JOIN"}
@@ -267,6 +268,7 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
         "checksum": None,
         "error": None,
         "conf": {k: session.conf_value(k) for k in conf},
+        "join_conf": _join_conf(session),
     }
     observed["plan_objects"] = plan_objects  # taken out again before the record is made
     timings["plan_s"] = time.perf_counter() - start
@@ -285,6 +287,11 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
     return observed
 
 
+def _join_conf(session: Session) -> dict:
+    """The values of every config the join-selection model reads, as Spark reports them."""
+    return {key: session.conf_value(key) for key in model.CONF_KEYS}
+
+
 def _observe_stream(session, scope, case, tables, collect_rows, timings, start) -> dict:
     run = streaming.run_stream(session, scope, case, tables, build_query)
     row = checksum_frame(run["result"]).collect()[0]
@@ -296,6 +303,7 @@ def _observe_stream(session, scope, case, tables, collect_rows, timings, start) 
         "rows": int(row["rows"]),
         "checksum": _checksum_text(row["hash_sum"]),
         "conf": {k: session.conf_value(k) for k in case.spark_conf},
+        "join_conf": _join_conf(session),
         "stream_batches": run["batches"],
     }
     if collect_rows:
@@ -373,6 +381,9 @@ def _identity(case: Case, session: Session) -> dict:
 
 
 def make_record(case: Case, session: Session, expected: dict, observed: dict, total_s: float) -> dict:
+    judged = model.evaluate(observed, session.versions["spark"], streaming="stream" in case.scenario.data)
+    if expected.get("strategy") == PREDICTED:
+        expected = _with_prediction(expected, judged)
     problems = expect.compare(expected, observed) if expect.has_assertions(expected) else []
     status = _status(expected, observed, problems)
     if status in ("error", "timeout") and not problems:
@@ -389,7 +400,15 @@ def make_record(case: Case, session: Session, expected: dict, observed: dict, to
         "expected": expected,
         "observed": observed,
         "timings": {"total_s": round(total_s, 4), **{k: round(v, 4) for k, v in observed.get("timings", {}).items()}},
+        "model": judged,
     }
+
+
+def _with_prediction(expected: dict, judged: dict | None) -> dict:
+    """`strategy: predicted`: Spark must do what the join-selection model says."""
+    if judged is None:
+        return {**expected, "strategy": "none (no prediction: the query failed)"}
+    return {**expected, "strategy": judged["strategy"], "build_side": judged["build_side"]}
 
 
 def lost_record(case: Case, item_id: str, versions: dict, master: str | None, message: str) -> dict:

@@ -54,7 +54,7 @@ STRATEGY_NAMES = {
     "BNL": "BroadcastNestedLoopJoin", "broadcast_nested_loop": "BroadcastNestedLoopJoin",
     "CartesianProduct": "CartesianProduct", "CP": "CartesianProduct", "cartesian": "CartesianProduct",
     "StreamingSymmetricHashJoin": "StreamingSymmetricHashJoin", "streaming_symmetric_hash": "StreamingSymmetricHashJoin",
-    "none": "none",
+    "none": "none", "predicted": "predicted",
 }
 BUILD_SIDES = {"left": "left", "right": "right", "none": "none", "BuildLeft": "left", "BuildRight": "right"}
 

@@ -1,0 +1,390 @@
+"""A model of Spark's JoinSelection: which strategy the planner picks for a join, and why.
+
+Pure Python, no Spark: given what the planner reads (the logical join type, whether
+ExtractEquiJoinKeys matches and its keys are orderable, the strategy hints on each side,
+the size estimates of both inputs, and the configs), `predict` walks the same rules in
+the same order as JoinSelection (seed 001; Spark's SparkStrategies.scala and
+JoinSelectionHelper) and returns the strategy, the build side and the chain of rules it
+walked, in words. Where Spark's code changed between versions, the difference is one
+small named function below, with its SPARK JIRA.
+
+The harness runs it beside every case: a prediction that disagrees with the observed
+initial plan is "model drift" (a model bug or a Spark behaviour change), reported apart
+from pass/fail. The final adaptive plan is predicted only where no run-time size is
+needed (AQE off, or nothing for AQE to re-plan); elsewhere the model says so.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from packaging.version import Version
+
+BHJ, SHJ, SMJ = "BroadcastHashJoin", "ShuffledHashJoin", "SortMergeJoin"
+BNLJ, CP, SSHJ = "BroadcastNestedLoopJoin", "CartesianProduct", "StreamingSymmetricHashJoin"
+NO_JOIN = "none"
+# The configs Settings reads; the runner records their values with every case.
+CONF_KEYS = ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.join.preferSortMergeJoin",
+             "spark.sql.shuffle.partitions", "spark.sql.shuffledHashJoinFactor", "spark.sql.adaptive.enabled",
+             "spark.sql.adaptive.coalescePartitions.enabled",
+             "spark.sql.adaptive.coalescePartitions.initialPartitionNum")
+
+
+@dataclass
+class JoinInputs:
+    """What JoinSelection reads about one logical join."""
+    join_type: str                  # Spark's name: Inner, Cross, LeftOuter, RightOuter, FullOuter, LeftSemi, LeftAnti, ExistenceJoin(...)
+    equi: bool                      # ExtractEquiJoinKeys matches
+    left_size: int                  # plan.stats.sizeInBytes
+    right_size: int
+    orderable: bool | None = True   # RowOrdering.isOrderable(leftKeys) (equi-joins)
+    left_hints: list = field(default_factory=list)   # BROADCAST, MERGE, SHUFFLE_HASH, SHUFFLE_REPLICATE_NL, NO_BROADCAST_HASH ...
+    right_hints: list = field(default_factory=list)
+    null_aware_candidate: bool = False   # NOT IN subquery as a single-column null-aware anti join
+    streaming: bool = False              # both sides are streams
+
+
+@dataclass
+class Settings:
+    """The configs JoinSelection consults, already parsed."""
+    broadcast_threshold: int = 10 * 1024 * 1024      # spark.sql.autoBroadcastJoinThreshold
+    prefer_sort_merge: bool = True                    # spark.sql.join.preferSortMergeJoin
+    shuffle_partitions: int = 200                     # spark.sql.shuffle.partitions
+    shuffle_hash_factor: int = 3                      # spark.sql.shuffledHashJoinFactor (3.3+)
+    adaptive: bool = True                             # spark.sql.adaptive.enabled
+
+    @classmethod
+    def from_conf(cls, conf: dict, version: str) -> "Settings":
+        """From Spark's own strings (`spark.conf.get`), with each version's defaults."""
+        def get(key, parse, default):
+            value = conf.get(key)
+            return default if value in (None, "") else parse(value)
+        partitions = get("spark.sql.shuffle.partitions", int, 200)
+        initial = get("spark.sql.adaptive.coalescePartitions.initialPartitionNum", int, None)
+        adaptive = get("spark.sql.adaptive.enabled", _bool, aqe_on_by_default(version))
+        coalesce = get("spark.sql.adaptive.coalescePartitions.enabled", _bool, True)
+        return cls(
+            broadcast_threshold=get("spark.sql.autoBroadcastJoinThreshold", parse_bytes, 10 * 1024 * 1024),
+            prefer_sort_merge=get("spark.sql.join.preferSortMergeJoin", _bool, True),
+            # conf.numShufflePartitions: the initial partition number when AQE coalesces.
+            shuffle_partitions=initial if adaptive and coalesce and initial else partitions,
+            shuffle_hash_factor=get("spark.sql.shuffledHashJoinFactor", int, 3),
+            adaptive=adaptive,
+        )
+
+
+@dataclass
+class Prediction:
+    strategy: str
+    build_side: str                 # left, right or none
+    steps: list[str]
+    null_aware: bool = False
+
+    @property
+    def explanation(self) -> str:
+        outcome = self.strategy + (f", build {self.build_side}" if self.build_side != "none" else "")
+        return " · ".join(self.steps) + f" → {outcome}"
+
+    def to_dict(self) -> dict:
+        return {"strategy": self.strategy, "build_side": self.build_side, "null_aware": self.null_aware,
+                "steps": self.steps, "explanation": self.explanation}
+
+
+# --------------------------------------------------------------------------- version rules
+
+def _v(version: str) -> Version:
+    match = re.match(r"\d+(\.\d+){0,2}", version)
+    return Version(match.group(0) if match else "0")
+
+
+def aqe_on_by_default(version: str) -> bool:
+    # SPARK-33679 (3.2.0): spark.sql.adaptive.enabled defaults to true.
+    return _v(version) >= Version("3.2")
+
+
+def shuffle_hash_full_outer(version: str) -> bool:
+    # SPARK-32399 (3.1.0): shuffled hash join supports full outer joins, building either side.
+    return _v(version) >= Version("3.1")
+
+
+def shuffle_hash_builds_outer_side(version: str) -> bool:
+    # SPARK-36612 (3.5.0): shuffled hash join may build the left side of a left outer join
+    # and the right side of a right outer join.
+    return _v(version) >= Version("3.5")
+
+
+def shuffle_hash_factor(settings: Settings, version: str) -> int:
+    # SPARK-36898 (3.3.0): spark.sql.shuffledHashJoinFactor; before it the factor was the
+    # literal 3 in muchSmaller.
+    return settings.shuffle_hash_factor if _v(version) >= Version("3.3") else 3
+
+
+def null_aware_anti_join(version: str) -> bool:
+    # SPARK-32290 (3.1.0): a single-column NOT IN becomes a null-aware broadcast hash anti join.
+    return _v(version) >= Version("3.1")
+
+
+# --------------------------------------------------------------------------- join types
+
+def _inner_like(join_type: str) -> bool:
+    return join_type in ("Inner", "Cross")
+
+
+def can_broadcast_left(join_type: str) -> bool:
+    return _inner_like(join_type) or join_type == "RightOuter"
+
+
+def can_broadcast_right(join_type: str) -> bool:
+    return _inner_like(join_type) or join_type in ("LeftOuter", "LeftSemi", "LeftAnti") \
+        or join_type.startswith("ExistenceJoin")
+
+
+def can_shuffle_hash_left(join_type: str, version: str) -> bool:
+    return (can_broadcast_left(join_type)
+            or (join_type == "FullOuter" and shuffle_hash_full_outer(version))
+            or (join_type == "LeftOuter" and shuffle_hash_builds_outer_side(version)))
+
+
+def can_shuffle_hash_right(join_type: str, version: str) -> bool:
+    return (can_broadcast_right(join_type)
+            or (join_type == "FullOuter" and shuffle_hash_full_outer(version))
+            or (join_type == "RightOuter" and shuffle_hash_builds_outer_side(version)))
+
+
+_OUTER_NAMES = {"Inner": "an inner join", "Cross": "a cross join", "LeftOuter": "a left outer join",
+                "RightOuter": "a right outer join", "FullOuter": "a full outer join", "LeftSemi": "a left semi join",
+                "LeftAnti": "a left anti join"}
+
+
+def _join_name(join_type: str) -> str:
+    return _OUTER_NAMES.get(join_type, "an existence join" if join_type.startswith("ExistenceJoin") else join_type)
+
+
+# --------------------------------------------------------------------------- the rules
+
+def _b(n: int) -> str:
+    return f"{n:,} B"
+
+
+def _smaller_side(inputs: JoinInputs) -> str:
+    # getSmallerSide: right on a tie.
+    return "right" if inputs.right_size <= inputs.left_size else "left"
+
+
+def _fits(size: int, settings: Settings) -> bool:
+    # canBroadcastBySize: 0 <= sizeInBytes <= autoBroadcastJoinThreshold (-1 disables).
+    return 0 <= size <= settings.broadcast_threshold
+
+
+def _pick(left: bool, right: bool, inputs: JoinInputs) -> str | None:
+    # getBuildSide: both possible → the smaller one by estimate.
+    if left and right:
+        return _smaller_side(inputs)
+    return "left" if left else "right" if right else None
+
+
+def _hint_on(inputs: JoinInputs, name: str) -> dict[str, bool]:
+    return {"left": name in inputs.left_hints, "right": name in inputs.right_hints}
+
+
+def _hints_text(inputs: JoinInputs) -> str:
+    parts = [f"{'+'.join(h)} on {side}" for side, h in (("left", inputs.left_hints), ("right", inputs.right_hints)) if h]
+    return "hints " + ", ".join(parts) if parts else "no hint"
+
+
+def predict(inputs: JoinInputs | None, settings: Settings, version: str) -> Prediction:
+    """The strategy JoinSelection picks for this join on this Spark version."""
+    if inputs is None:
+        return Prediction(NO_JOIN, "none", ["no join in the optimized logical plan (the optimizer removed it)"])
+    if inputs.streaming:
+        return Prediction(SSHJ, "none", ["stream-stream join: StreamingJoinStrategy plans it before JoinSelection"])
+    if inputs.null_aware_candidate and null_aware_anti_join(version):
+        if _fits(inputs.right_size, settings):
+            return Prediction(BHJ, "right", [
+                f"NOT IN as a single-column null-aware anti join (SPARK-32290): right estimate "
+                f"{_b(inputs.right_size)} ≤ autoBroadcastJoinThreshold {_b(settings.broadcast_threshold)}"],
+                null_aware=True)
+    if inputs.equi:
+        return _equi(inputs, settings, version)
+    return _non_equi(inputs, settings)
+
+
+def _equi(inputs: JoinInputs, settings: Settings, version: str) -> Prediction:
+    jt = inputs.join_type
+    steps = ["equi-join" + ("" if inputs.orderable is not False else " (keys not orderable)"), _hints_text(inputs)]
+    hinted = bool(inputs.left_hints or inputs.right_hints)
+    if hinted:
+        found = _equi_hinted(inputs, version, steps)
+        if found:
+            return found
+        steps.append("no hint applies → no-hint rules")
+    return _equi_without_hint(inputs, settings, version, steps)
+
+
+def _ignored(hint: str, side: str, jt: str) -> str:
+    return f"{hint} hint on {side} ignored: {_join_name(jt)} cannot build {side}"
+
+
+def _equi_hinted(inputs: JoinInputs, version: str, steps: list[str]) -> Prediction | None:
+    jt = inputs.join_type
+    broadcast = _hint_on(inputs, "BROADCAST")
+    allowed = {"left": can_broadcast_left(jt), "right": can_broadcast_right(jt)}
+    steps += [_ignored("BROADCAST", s, jt) for s in ("left", "right") if broadcast[s] and not allowed[s]]
+    side = _pick(broadcast["left"] and allowed["left"], broadcast["right"] and allowed["right"], inputs)
+    if side:
+        return Prediction(BHJ, side, steps + [f"hint 1: BROADCAST on {side}"
+                                             + (" (both hinted: the smaller estimate)" if all(broadcast.values()) else "")])
+    if any(_hint_on(inputs, "MERGE").values()):
+        if inputs.orderable is not False:
+            return Prediction(SMJ, "none", steps + ["hint 2: MERGE"])
+        steps.append("MERGE hint ignored: keys not orderable")
+    shuffle_hash = _hint_on(inputs, "SHUFFLE_HASH")
+    allowed = {"left": can_shuffle_hash_left(jt, version), "right": can_shuffle_hash_right(jt, version)}
+    steps += [_ignored("SHUFFLE_HASH", s, jt) for s in ("left", "right") if shuffle_hash[s] and not allowed[s]]
+    side = _pick(shuffle_hash["left"] and allowed["left"], shuffle_hash["right"] and allowed["right"], inputs)
+    if side:
+        return Prediction(SHJ, side, steps + [f"hint 3: SHUFFLE_HASH on {side}"
+                                             + (" (both hinted: the smaller estimate)" if all(shuffle_hash.values()) else "")])
+    if any(_hint_on(inputs, "SHUFFLE_REPLICATE_NL").values()):
+        if _inner_like(jt):
+            return Prediction(CP, "none", steps + ["hint 4: SHUFFLE_REPLICATE_NL on an inner join"])
+        steps.append(f"SHUFFLE_REPLICATE_NL hint ignored: {_join_name(jt)} is not inner")
+    return None
+
+
+def _equi_without_hint(inputs: JoinInputs, settings: Settings, version: str, steps: list[str]) -> Prediction:
+    jt, threshold = inputs.join_type, settings.broadcast_threshold
+    fits = {"left": _fits(inputs.left_size, settings) and "NO_BROADCAST_HASH" not in inputs.left_hints,
+            "right": _fits(inputs.right_size, settings) and "NO_BROADCAST_HASH" not in inputs.right_hints}
+    allowed = {"left": can_broadcast_left(jt), "right": can_broadcast_right(jt)}
+    side = _pick(fits["left"] and allowed["left"], fits["right"] and allowed["right"], inputs)
+    size = {"left": inputs.left_size, "right": inputs.right_size}
+    if side:
+        both = fits["left"] and allowed["left"] and fits["right"] and allowed["right"]
+        return Prediction(BHJ, side, steps + [
+            f"rule 1: {side} estimate {_b(size[side])} ≤ autoBroadcastJoinThreshold {_b(threshold)}"
+            + (" (both fit: the smaller)" if both else "")])
+    if threshold < 0:
+        steps.append("rule 1: autoBroadcastJoinThreshold -1 disables broadcasting")
+    elif any(fits.values()):
+        small = "left" if fits["left"] else "right"
+        steps.append(f"rule 1: {small} estimate {_b(size[small])} fits, but {_join_name(jt)} cannot build {small}")
+    else:
+        steps.append(f"rule 1: neither estimate ({_b(inputs.left_size)}, {_b(inputs.right_size)}) "
+                     f"≤ autoBroadcastJoinThreshold {_b(threshold)}")
+    if settings.prefer_sort_merge:
+        steps.append("rule 2: preferSortMergeJoin=true skips shuffle hash")
+    else:
+        factor = shuffle_hash_factor(settings, version)
+        local_map = threshold * settings.shuffle_partitions
+        other = {"left": "right", "right": "left"}
+
+        def buildable(s: str) -> bool:
+            return size[s] < local_map and size[s] * factor <= size[other[s]]
+        allowed = {"left": can_shuffle_hash_left(jt, version), "right": can_shuffle_hash_right(jt, version)}
+        side = _pick(buildable("left") and allowed["left"], buildable("right") and allowed["right"], inputs)
+        if side:
+            return Prediction(SHJ, side, steps + [
+                f"rule 2: preferSortMergeJoin=false, {side} estimate {_b(size[side])} < threshold × "
+                f"{settings.shuffle_partitions} partitions ({_b(local_map)}) and ×{factor} ≤ {other[side]} "
+                f"{_b(size[other[side]])}"])
+        reasons = []
+        for s in ("left", "right"):
+            if buildable(s) and not allowed[s]:
+                reasons.append(f"{_join_name(jt)} cannot build {s}")
+        steps.append("rule 2: no side small enough for a local hash map and ×"
+                     f"{factor} smaller than the other" + (f" ({'; '.join(reasons)})" if reasons else ""))
+    if inputs.orderable is not False:
+        return Prediction(SMJ, "none", steps + ["rule 3: keys orderable"])
+    if _inner_like(jt):
+        return Prediction(CP, "none", steps + ["rule 4: keys not orderable, inner join"])
+    side = _smaller_side(inputs)
+    return Prediction(BNLJ, side, steps + ["rule 5: last resort, the smaller side"])
+
+
+def _non_equi(inputs: JoinInputs, settings: Settings) -> Prediction:
+    jt = inputs.join_type
+    steps = ["no equi-join keys", _hints_text(inputs)]
+    if _inner_like(jt) or jt == "FullOuter":
+        desired = _smaller_side(inputs)
+    else:
+        desired = "left" if can_broadcast_left(jt) else "right"
+    if inputs.left_hints or inputs.right_hints:
+        broadcast = _hint_on(inputs, "BROADCAST")
+        side = desired if all(broadcast.values()) else _pick(broadcast["left"], broadcast["right"], inputs)
+        if side:
+            return Prediction(BNLJ, side, steps + [f"hint 1: BROADCAST on {side}"])
+        if any(_hint_on(inputs, "SHUFFLE_REPLICATE_NL").values()):
+            if _inner_like(jt):
+                return Prediction(CP, "none", steps + ["hint 2: SHUFFLE_REPLICATE_NL on an inner join"])
+            steps.append(f"SHUFFLE_REPLICATE_NL hint ignored: {_join_name(jt)} is not inner")
+        steps.append("no hint applies → no-hint rules")
+    fits = {"left": _fits(inputs.left_size, settings) and "NO_BROADCAST_HASH" not in inputs.left_hints,
+            "right": _fits(inputs.right_size, settings) and "NO_BROADCAST_HASH" not in inputs.right_hints}
+    # Unlike the hash join, the nested loop join builds whichever side fits, whatever the join type.
+    side = desired if all(fits.values()) else _pick(fits["left"], fits["right"], inputs)
+    if side:
+        size = inputs.left_size if side == "left" else inputs.right_size
+        return Prediction(BNLJ, side, steps + [
+            f"rule 1: {side} estimate {_b(size)} ≤ autoBroadcastJoinThreshold {_b(settings.broadcast_threshold)}"])
+    steps.append("rule 1: no side ≤ autoBroadcastJoinThreshold")
+    if _inner_like(jt):
+        return Prediction(CP, "none", steps + ["rule 2: inner join"])
+    return Prediction(BNLJ, desired, steps + [f"rule 3: last resort, {_join_name(jt)} builds {desired}"])
+
+
+# --------------------------------------------------------------------------- from a record
+
+def parse_bytes(text) -> int:
+    """Spark's byte strings: 10485760b, 10m, 10MB, -1."""
+    value = str(text).strip().lower()
+    match = re.fullmatch(r"(-?\d+)\s*([kmgtp]?)i?b?", value)
+    if not match:
+        return int(float(value))
+    number, unit = int(match.group(1)), match.group(2)
+    return number * 1024 ** " kmgtp".index(unit or " ")
+
+
+def _bool(text) -> bool:
+    return str(text).strip().lower() == "true"
+
+
+def inputs_from_estimate(estimate: dict | None, streaming: bool = False) -> JoinInputs | None:
+    """JoinInputs from the harness's estimate of the top join (plans.join_estimates)."""
+    if estimate is None or "logical" not in estimate:
+        return None
+    logical = estimate["logical"]
+    return JoinInputs(join_type=logical["join_type"], equi=logical["equi"], orderable=logical.get("orderable"),
+                      left_size=estimate["left"]["size_in_bytes"], right_size=estimate["right"]["size_in_bytes"],
+                      left_hints=logical["hints"]["left"], right_hints=logical["hints"]["right"],
+                      null_aware_candidate=logical.get("null_aware_candidate", False), streaming=streaming)
+
+
+def judge(prediction: Prediction, observed_top: dict | None) -> bool:
+    """Does the observed top join match the prediction (strategy and build side)?"""
+    if observed_top is None:
+        return prediction.strategy == NO_JOIN
+    return (prediction.strategy == observed_top["strategy"]
+            and prediction.build_side == observed_top.get("build_side", "none"))
+
+
+def evaluate(observed: dict, version: str, streaming: bool = False) -> dict | None:
+    """The model's record for one observed case: prediction, explanation, whether Spark
+    agreed on the initial plan ("drift" when not), and what it says of the final plan."""
+    if observed.get("error"):
+        return None
+    estimates = observed.get("estimates") or []
+    inputs = inputs_from_estimate(estimates[0] if estimates else None, streaming)
+    if inputs is None and estimates and not streaming:
+        return None  # recorded by a harness without the logical inputs
+    if streaming and inputs is None:
+        inputs = JoinInputs(join_type="", equi=True, left_size=-1, right_size=-1, streaming=True)
+    settings = Settings.from_conf(observed.get("join_conf") or {}, version)
+    prediction = predict(inputs, settings, version)
+    initial = (observed.get("initial") or {}).get("joins") or []
+    agrees = judge(prediction, initial[0] if initial else None)
+    if observed.get("adaptive"):
+        final = "AQE on: the final plan depends on run-time sizes (not predicted)"
+    else:
+        final = "AQE off: the final plan is the initial plan"
+    return {**prediction.to_dict(), "agrees": agrees, "drift": not agrees, "final": final}
