@@ -47,7 +47,8 @@ def _cell(record: dict, version: str) -> dict:
         initial, final = f"{len(observed.get('strategies') or [])} strategies agree", ""
     return {"status": record["status"], "initial": initial, "final": final if final != initial else "",
             "rows": observed.get("rows"), "message": record.get("message", "")[:300],
-            "error": (observed.get("error") or {}).get("class", ""), "detail": _detail(record, version)}
+            "error": (observed.get("error") or {}).get("class", ""), "detail": _detail(record, version),
+            "drift": bool((record.get("model") or {}).get("drift"))}
 
 
 def _detail(record: dict, version: str) -> dict:
@@ -115,6 +116,7 @@ def matrix_data(results: dict[str, dict]) -> dict:
             cell["changed"] = previous is not None and signature != previous
             previous = signature
     summary = {v: {"by_status": doc["summary"]["by_status"], "by_strategy": doc["summary"]["by_strategy"],
+                   "model": doc["summary"].get("model") or {},
                    "seconds": round(doc["summary"]["total_case_seconds"], 1), "java": doc["versions"]["java"],
                    "python": doc["versions"]["python"]} for v, doc in results.items()}
     upgrades = {}

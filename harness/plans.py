@@ -153,7 +153,7 @@ def join_estimates(dataframe) -> list[dict]:
     also carries what else JoinSelection reads (join type, hints, equi keys): the
     inputs of harness.model."""
     out = []
-    jvm = dataframe.sparkSession._jvm
+    jvm = dataframe._sc._jvm  # DataFrame.sparkSession arrived in 3.3
     stack = [dataframe._jdf.queryExecution().optimizedPlan()]
     while stack:
         node = stack.pop()

@@ -60,7 +60,17 @@ def summarize(records: list[dict], invalid: list[dict]) -> dict:
         "by_status": dict(sorted(statuses.items(), key=lambda kv: STATUS_ORDER.get(kv[0], 99))),
         "by_strategy": dict(strategies.most_common()),
         "total_case_seconds": round(sum(r["timings"]["total_s"] for r in records), 3),
+        "model": model_agreement(records),
     }
+
+
+def model_agreement(records: list[dict]) -> dict:
+    """How often harness.model predicted the initial plan's top join, and where it did not."""
+    judged = [r for r in records if r["kind"] == "case" and r.get("model")]
+    drift = sorted(r["case_id"] for r in judged if r["model"]["drift"])
+    agree = len(judged) - len(drift)
+    return {"judged": len(judged), "agree": agree,
+            "agreement_pct": round(100.0 * agree / len(judged), 1) if judged else None, "drift": drift}
 
 
 def build_results(records: list[dict], invalid: list[dict]) -> dict:
