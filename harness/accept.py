@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,6 +92,46 @@ def case_selector(case: Case) -> dict:
     return selector
 
 
+def _axes(case: Case) -> dict:
+    """A case's matrix values as flat axes: join_type, api, left_hints, right_hints, conf:<key>."""
+    selector = case_selector(case)
+    flat = {k: v for k, v in selector.items() if k != "conf"}
+    flat.update({f"conf:{k}": v for k, v in selector.get("conf", {}).items()})
+    return flat
+
+
+def _as_when(axes: dict) -> dict:
+    when = {k: v for k, v in axes.items() if not k.startswith("conf:")}
+    conf = {k[5:]: v for k, v in axes.items() if k.startswith("conf:")}
+    return {**when, **({"conf": conf} if conf else {})}
+
+
+def fewest_selectors(cases: dict[str, Case], chosen: list[str]) -> list[dict]:
+    """The fewest `when:` selectors that pick out exactly the chosen cases of a file: the
+    axes that matter, not every matrix value (e.g. {join_type: full_outer} for all six
+    spellings of a hint on full outer joins)."""
+    if len(chosen) == len(cases):
+        return [{}]
+    flat = {case_id: _axes(case) for case_id, case in cases.items()}
+    names = sorted({axis for axes in flat.values() for axis in axes})
+    best = [_as_when(flat[c]) for c in chosen]
+    for size in range(1, len(names) + 1):
+        for subset in itertools.combinations(names, size):
+            def project(case_id):
+                return tuple(repr(flat[case_id].get(axis)) for axis in subset)
+            wanted = {project(c) for c in chosen}
+            if all((project(c) in wanted) == (c in chosen) for c in cases) and len(wanted) < len(best):
+                seen, selectors = set(), []
+                for c in chosen:
+                    if project(c) not in seen:
+                        seen.add(project(c))
+                        selectors.append(_as_when({axis: flat[c][axis] for axis in subset if axis in flat[c]}))
+                best = selectors
+        if len(best) == 1:
+            break
+    return best
+
+
 def version_spec(run: list[str], ran: list[str], anchored: bool) -> str | None:
     """A specifier for a run of consecutive versions, bounded by the versions around it
     (and, when anchored, by its own first version if none was run below it)."""
@@ -122,9 +163,7 @@ def plan_edits(plan: FilePlan) -> tuple[dict, list[tuple[dict, dict]]]:
             groups.setdefault((spec, repr(values)), (values, []))[1].append(case_id)
     overrides: dict[str, dict] = {}
     for (spec, _), (values, case_ids) in groups.items():
-        everyone = len(case_ids) == len(plan.cases)
-        selectors = [{}] if everyone else [case_selector(plan.cases[c]) for c in case_ids]
-        for selector in selectors:
+        for selector in fewest_selectors(plan.cases, case_ids):
             when = {**selector, **({"spark": spec} if spec else {})}
             if not when:
                 base.update(values)

@@ -66,12 +66,32 @@ _FROM_LONG = {
     "string": "concat('k', CAST({} AS STRING))",
     "boolean": "(pmod({}, 2) = 1)",
     "date": "date_add(DATE'2000-01-01', CAST({} AS INT))",
-    "timestamp": "timestamp_seconds(946684800 + {})",
+    "timestamp": "{}",  # see seconds_to_timestamp
 }
+
+
+def _timestamp_seconds_exists() -> bool:
+    try:
+        import pyspark
+        return tuple(int(p) for p in pyspark.__version__.split(".")[:2]) >= (3, 1)
+    except Exception:
+        return True
+
+
+TIMESTAMP_SECONDS = _timestamp_seconds_exists()
+
+
+def seconds_to_timestamp(expr: str) -> str:
+    """The instant `expr` seconds after the epoch. timestamp_seconds() arrived in 3.1; on
+    3.0 a cast gives the same instant (4.x's ANSI mode rejects that cast, so it is only
+    the fallback)."""
+    return f"timestamp_seconds({expr})" if TIMESTAMP_SECONDS else f"CAST({expr} AS TIMESTAMP)"
 
 
 def _typed_from_long(expr: str, type_name: str) -> str:
     t = type_name.replace(" ", "")
+    if t == "timestamp":
+        return seconds_to_timestamp(f"946684800 + {expr}")
     if t.startswith("decimal"):
         return f"CAST({expr} AS {t.upper()})"
     if t not in _FROM_LONG:
@@ -126,7 +146,7 @@ def _uniform_expr(spec: dict, type_name: str, column_seed: int) -> str:
         offset = _below(column_seed, 1, hi_i - lo_i + 1)
         if t == "date":
             return f"date_add(DATE'1970-01-01', CAST({lo_i} + {offset} AS INT))"
-        return f"timestamp_seconds({lo_i} + {offset})"
+        return seconds_to_timestamp(f"{lo_i} + {offset}")
     if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
         raise DataGenError(f"uniform bounds of a {t} column must be numbers")
     if t == "double":

@@ -27,7 +27,11 @@ NO_JOIN = "none"
 CONF_KEYS = ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.join.preferSortMergeJoin",
              "spark.sql.shuffle.partitions", "spark.sql.shuffledHashJoinFactor", "spark.sql.adaptive.enabled",
              "spark.sql.adaptive.coalescePartitions.enabled",
-             "spark.sql.adaptive.coalescePartitions.initialPartitionNum")
+             "spark.sql.adaptive.coalescePartitions.initialPartitionNum",
+             "spark.sql.adaptive.autoBroadcastJoinThreshold",
+             "spark.sql.adaptive.nonEmptyPartitionRatioForBroadcastJoin",
+             "spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold",
+             "spark.sql.adaptive.advisoryPartitionSizeInBytes")
 
 
 @dataclass
@@ -52,6 +56,10 @@ class Settings:
     shuffle_partitions: int = 200                     # spark.sql.shuffle.partitions
     shuffle_hash_factor: int = 3                      # spark.sql.shuffledHashJoinFactor (3.3+)
     adaptive: bool = True                             # spark.sql.adaptive.enabled
+    adaptive_threshold: int | None = None             # spark.sql.adaptive.autoBroadcastJoinThreshold (3.2+)
+    non_empty_ratio: float = 0.2                      # ...nonEmptyPartitionRatioForBroadcastJoin
+    local_map_threshold: int = 0                      # ...maxShuffledHashJoinLocalMapThreshold (3.2+)
+    advisory_partition_size: int = 64 * 1024 * 1024   # ...advisoryPartitionSizeInBytes
 
     @classmethod
     def from_conf(cls, conf: dict, version: str) -> "Settings":
@@ -70,6 +78,11 @@ class Settings:
             shuffle_partitions=initial if adaptive and coalesce and initial else partitions,
             shuffle_hash_factor=get("spark.sql.shuffledHashJoinFactor", int, 3),
             adaptive=adaptive,
+            adaptive_threshold=get("spark.sql.adaptive.autoBroadcastJoinThreshold", parse_bytes, None),
+            non_empty_ratio=get("spark.sql.adaptive.nonEmptyPartitionRatioForBroadcastJoin", float, 0.2),
+            local_map_threshold=get("spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold", parse_bytes, 0),
+            advisory_partition_size=get("spark.sql.adaptive.advisoryPartitionSizeInBytes", parse_bytes,
+                                        64 * 1024 * 1024),
         )
 
 
@@ -117,6 +130,26 @@ def shuffle_hash_factor(settings: Settings, version: str) -> int:
     # SPARK-36898 (3.3.0): spark.sql.shuffledHashJoinFactor; before it the factor was the
     # literal 3 in muchSmaller.
     return settings.shuffle_hash_factor if _v(version) >= Version("3.3") else 3
+
+
+def adaptive_broadcast_threshold(settings: Settings, version: str) -> int:
+    # SPARK-35264 (3.2.0): spark.sql.adaptive.autoBroadcastJoinThreshold for run-time sizes;
+    # unset, or before 3.2, the static threshold applies.
+    if _v(version) >= Version("3.2") and settings.adaptive_threshold is not None:
+        return settings.adaptive_threshold
+    return settings.broadcast_threshold
+
+
+def demotion_spares_outer_joins(version: str) -> bool:
+    # SPARK-37193 (3.3.0): many empty partitions demote a broadcast only where the join can
+    # short-circuit (not on the outer/anti side's partner); before, any join type.
+    return _v(version) >= Version("3.3")
+
+
+def local_map_shuffle_hash(version: str) -> bool:
+    # SPARK-35282 (3.2.0): AQE prefers shuffled hash join when every partition of a side is
+    # under maxShuffledHashJoinLocalMapThreshold.
+    return _v(version) >= Version("3.2")
 
 
 def null_aware_anti_join(version: str) -> bool:
@@ -272,6 +305,13 @@ def _equi_without_hint(inputs: JoinInputs, settings: Settings, version: str, ste
     else:
         steps.append(f"rule 1: neither estimate ({_b(inputs.left_size)}, {_b(inputs.right_size)}) "
                      f"≤ autoBroadcastJoinThreshold {_b(threshold)}")
+    prefer = _hint_on(inputs, "PREFER_SHUFFLE_HASH")  # set by AQE only, bypasses preferSortMergeJoin
+    if any(prefer.values()):
+        allowed = {"left": can_shuffle_hash_left(jt, version), "right": can_shuffle_hash_right(jt, version)}
+        side = _pick(prefer["left"] and allowed["left"], prefer["right"] and allowed["right"], inputs)
+        if side:
+            return Prediction(SHJ, side, steps + [f"rule 2: AQE prefers shuffle hash on {side} "
+                                                  "(every partition under the local map threshold)"])
     if settings.prefer_sort_merge:
         steps.append("rule 2: preferSortMergeJoin=true skips shuffle hash")
     else:
@@ -333,6 +373,80 @@ def _non_equi(inputs: JoinInputs, settings: Settings) -> Prediction:
     return Prediction(BNLJ, desired, steps + [f"rule 3: last resort, {_join_name(jt)} builds {desired}"])
 
 
+# --------------------------------------------------------------------------- AQE
+
+def _many_empty(side: dict, settings: Settings) -> bool:
+    # shouldDemoteBroadcastHashJoin: some partitions non-empty, but fewer than the ratio.
+    total, non_empty = side.get("partitions") or 0, side.get("non_empty_partitions") or 0
+    return total > 0 and non_empty > 0 and non_empty / total < settings.non_empty_ratio
+
+
+def _all_small(side: dict, settings: Settings) -> bool:
+    limit = settings.local_map_threshold
+    return (limit > 0 and settings.advisory_partition_size <= limit
+            and (side.get("max_partition_bytes") or 0) <= limit)
+
+
+def _aqe_hint(side: str, inputs: JoinInputs, runtime: dict, settings: Settings, version: str) -> tuple[str, str] | None:
+    """The strategy hint DynamicJoinSelection (DemoteBroadcastHashJoin before 3.2) puts on
+    one side, and why."""
+    other = "right" if side == "left" else "left"
+    jt = inputs.join_type
+    buildable = can_broadcast_left(jt) if side == "left" else can_broadcast_right(jt)
+    if demotion_spares_outer_joins(version):
+        outer = jt in ("LeftOuter", "RightOuter", "LeftAnti")
+        if _many_empty(runtime[side], settings) and buildable:
+            demote = not outer
+        elif _many_empty(runtime[other], settings) and buildable:
+            demote = outer
+        else:
+            demote = False
+    else:
+        demote = _many_empty(runtime[side], settings)
+    prefer = local_map_shuffle_hash(version) and _all_small(runtime[side], settings)
+    ratio = f"non-empty partitions {runtime[side].get('non_empty_partitions')}/{runtime[side].get('partitions')}"
+    if demote and prefer:
+        return "SHUFFLE_HASH", f"AQE: {side} has few non-empty partitions ({ratio}) and all are small → SHUFFLE_HASH on {side}"
+    if demote:
+        return "NO_BROADCAST_HASH", f"AQE demotes broadcast of {side}: {ratio} < {settings.non_empty_ratio}"
+    if prefer:
+        return "PREFER_SHUFFLE_HASH", f"AQE: every {side} partition ≤ {_b(settings.local_map_threshold)}"
+    return None
+
+
+def predict_final(initial: Prediction, inputs: JoinInputs | None, settings: Settings, runtime: dict | None,
+                  version: str) -> tuple[Prediction | None, str]:
+    """The top join of the final adaptive plan, from the run-time sizes the harness read;
+    None (with the reason) where the model cannot say."""
+    if not settings.adaptive:
+        return initial, "AQE off: the final plan is the initial plan"
+    if inputs is None or inputs.streaming or initial.strategy in (BHJ, BNLJ, NO_JOIN):
+        return initial, "AQE keeps a join it did not plan with a shuffle"
+    if runtime is None:
+        return None, ("not predicted: the final plan shows no run-time size for both inputs "
+                      "(AQE removed the join, or a side has no shuffle stage)")
+    if any(runtime[s].get("size_in_bytes") is None for s in ("left", "right")):
+        return None, "not predicted: a shuffle stage reported no run-time size"
+    hints = {"left": list(inputs.left_hints), "right": list(inputs.right_hints)}
+    notes = []
+    for side in ("left", "right"):
+        if not any(h in STRATEGY_HINTS for h in hints[side]):  # a user's hint wins over AQE's
+            added = _aqe_hint(side, inputs, runtime, settings, version)
+            if added:
+                hints[side].append(added[0])
+                notes.append(added[1])
+    at_runtime = JoinInputs(join_type=inputs.join_type, equi=inputs.equi, orderable=inputs.orderable,
+                            left_size=runtime["left"]["size_in_bytes"], right_size=runtime["right"]["size_in_bytes"],
+                            left_hints=hints["left"], right_hints=hints["right"])
+    threshold = adaptive_broadcast_threshold(settings, version)
+    replanned = predict(at_runtime, Settings(**{**settings.__dict__, "broadcast_threshold": threshold}), version)
+    replanned.steps = ["AQE re-plans with run-time sizes"] + notes + replanned.steps
+    return replanned, replanned.explanation
+
+
+STRATEGY_HINTS = ("BROADCAST", "MERGE", "SHUFFLE_HASH", "SHUFFLE_REPLICATE_NL")
+
+
 # --------------------------------------------------------------------------- from a record
 
 def parse_bytes(text) -> int:
@@ -383,8 +497,14 @@ def evaluate(observed: dict, version: str, streaming: bool = False) -> dict | No
     prediction = predict(inputs, settings, version)
     initial = (observed.get("initial") or {}).get("joins") or []
     agrees = judge(prediction, initial[0] if initial else None)
-    if observed.get("adaptive"):
-        final = "AQE on: the final plan depends on run-time sizes (not predicted)"
-    else:
-        final = "AQE off: the final plan is the initial plan"
-    return {**prediction.to_dict(), "agrees": agrees, "drift": not agrees, "final": final}
+    verdict = {**prediction.to_dict(), "agrees": agrees, "drift": not agrees}
+    final_plan = observed.get("final")
+    if final_plan is not None:  # executed: the final plan exists to be predicted
+        settings.adaptive = bool(observed.get("adaptive"))
+        final, why = predict_final(prediction, inputs, settings, final_plan.get("runtime"), version)
+        verdict["final"] = why
+        if final is not None:
+            joins = final_plan.get("joins") or []
+            verdict["final_strategy"], verdict["final_build_side"] = final.strategy, final.build_side
+            verdict["final_agrees"] = judge(final, joins[0] if joins else None)
+    return verdict

@@ -105,6 +105,56 @@ def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]
     return found
 
 
+def runtime_sides(final_plan) -> dict | None:
+    """Run-time sizes AQE saw for the two inputs of the final plan's top join: for each
+    side, the first shuffle query stage below it (data size and rows from the stage's
+    statistics; partitions, non-empty partitions and the largest partition from its map
+    output). None when the plan has no join or a side had no shuffle stage (a broadcast
+    planned from the start: nothing for AQE to re-plan)."""
+    top = _first(final_plan, lambda kind: kind in JOIN_OPERATORS)
+    if top is None:
+        return None
+    kind = _kind(top)
+    children = _children(top, kind)
+    if len(children) != 2:
+        return None
+    sides = [_stage_stats(_first(child, lambda k: k == "ShuffleQueryStage")) for child in children]
+    if None in sides:
+        return None
+    return {"left": sides[0], "right": sides[1]}
+
+
+def _first(node, wanted):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        kind = _kind(current)
+        if wanted(kind):
+            return current
+        stack.extend(reversed(_children(current, kind)))
+    return None
+
+
+def _stage_stats(stage) -> dict | None:
+    if stage is None:
+        return None
+    stats = _safe_call(lambda: stage.getRuntimeStatistics())         # 3.2+
+    if stats is None:
+        computed = _safe_call(lambda: stage.computeStats())          # 3.0, 3.1
+        stats = computed.get() if computed is not None and computed.isDefined() else None
+    out = {"size_in_bytes": int(str(stats.sizeInBytes())) if stats is not None else None,
+           "row_count": None, "partitions": None, "non_empty_partitions": None, "max_partition_bytes": None}
+    rows = _safe_str(lambda: stats.rowCount()) if stats is not None else ""
+    if rows.startswith("Some("):
+        out["row_count"] = int(rows[5:-1])
+    map_stats = _safe_call(lambda: stage.mapStats())
+    if map_stats is not None and map_stats.isDefined():
+        sizes = list(map_stats.get().bytesByPartitionId())
+        out.update(partitions=len(sizes), non_empty_partitions=sum(1 for b in sizes if b > 0),
+                   max_partition_bytes=max(sizes) if sizes else 0)
+    return out
+
+
 def operator_counts(physical_plan) -> dict[str, int]:
     """How often each operator occurs (class name without `Exec`), subqueries included."""
     counts: dict[str, int] = {}

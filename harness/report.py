@@ -69,8 +69,12 @@ def model_agreement(records: list[dict]) -> dict:
     judged = [r for r in records if r["kind"] == "case" and r.get("model")]
     drift = sorted(r["case_id"] for r in judged if r["model"]["drift"])
     agree = len(judged) - len(drift)
+    finals = [r for r in judged if "final_agrees" in r["model"]]
+    final_drift = sorted(r["case_id"] for r in finals if not r["model"]["final_agrees"])
     return {"judged": len(judged), "agree": agree,
-            "agreement_pct": round(100.0 * agree / len(judged), 1) if judged else None, "drift": drift}
+            "agreement_pct": round(100.0 * agree / len(judged), 1) if judged else None, "drift": drift,
+            "final_judged": len(finals), "final_agree": len(finals) - len(final_drift), "final_drift": final_drift,
+            "final_not_predicted": sum(1 for r in judged if r["observed"].get("final") and "final_agrees" not in r["model"])}
 
 
 def build_results(records: list[dict], invalid: list[dict]) -> dict:

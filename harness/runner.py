@@ -279,7 +279,10 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
         row = frame.collect()[0]
         scope.check_timeout()
         observed.update(executed=True, rows=int(row["rows"]), checksum=_checksum_text(row["hash_sum"]))
-        observed["final"] = _plan_summary(plans.current_plan(frame), case, table_names, plan_objects, "final")
+        final_plan = plans.current_plan(frame)
+        observed["final"] = _plan_summary(final_plan, case, table_names, plan_objects, "final")
+        if observed["adaptive"]:
+            observed["final"]["runtime"] = plans.runtime_sides(final_plan)
         if collect_rows:
             observed["result_rows"] = expect.normalize_rows(query.limit(RESULT_ROWS_LIMIT + 1).collect())
         timings["execute_s"] = time.perf_counter() - start
