@@ -216,6 +216,10 @@ def _pick(left: bool, right: bool, inputs: JoinInputs) -> str | None:
     return "left" if left else "right" if right else None
 
 
+def _hints(inputs: JoinInputs, side: str) -> list:
+    return inputs.left_hints if side == "left" else inputs.right_hints
+
+
 def _hint_on(inputs: JoinInputs, name: str) -> dict[str, bool]:
     return {"left": name in inputs.left_hints, "right": name in inputs.right_hints}
 
@@ -297,8 +301,12 @@ def _equi_without_hint(inputs: JoinInputs, settings: Settings, version: str, ste
         return Prediction(BHJ, side, steps + [
             f"rule 1: {side} estimate {_b(size[side])} ≤ autoBroadcastJoinThreshold {_b(threshold)}"
             + (" (both fit: the smaller)" if both else "")])
+    demoted = [s for s in ("left", "right") if "NO_BROADCAST_HASH" in _hints(inputs, s)
+               and _fits(size[s], settings)]
     if threshold < 0:
         steps.append("rule 1: autoBroadcastJoinThreshold -1 disables broadcasting")
+    elif demoted:
+        steps.append(f"rule 1: {demoted[0]} size {_b(size[demoted[0]])} fits, but NO_BROADCAST_HASH forbids it")
     elif any(fits.values()):
         small = "left" if fits["left"] else "right"
         steps.append(f"rule 1: {small} estimate {_b(size[small])} fits, but {_join_name(jt)} cannot build {small}")

@@ -1,7 +1,7 @@
 """harness.model: JoinSelection's rules on hand-built inputs (no Spark), boundaries included."""
 import pytest
 
-from harness.model import (BHJ, BNLJ, CP, SHJ, SMJ, JoinInputs, Settings, evaluate, parse_bytes,
+from harness.model import (BHJ, BNLJ, CP, SHJ, SMJ, JoinInputs, Settings, evaluate, parse_bytes, predict_final,
                            predict)
 
 MB10 = 10 * 1024 * 1024
@@ -144,3 +144,54 @@ def test_evaluate_marks_drift_against_the_observed_plan():
     assert evaluate(observed, "4.3.0")["agrees"]
     observed["estimates"], observed["initial"]["joins"] = [], []
     assert evaluate(observed, "4.3.0")["strategy"] == "none"  # the optimizer removed the join
+
+
+def _runtime(left_size, right_size, right_parts=(50, 3), max_partition=1_000):
+    def side(size, parts):
+        return {"size_in_bytes": size, "row_count": None, "partitions": parts[0],
+                "non_empty_partitions": parts[1], "max_partition_bytes": max_partition}
+    return {"left": side(left_size, (50, 50)), "right": side(right_size, right_parts)}
+
+
+def test_aqe_converts_to_broadcast_with_run_time_sizes():
+    inputs = equi(left=10**9, right=10**9)
+    initial = predict(inputs, Settings(), "4.3.0")
+    final, why = predict_final(initial, inputs, Settings(), _runtime(10**9, 4_800, right_parts=(50, 50)), "4.3.0")
+    assert (initial.strategy, final.strategy, final.build_side) == (SMJ, BHJ, "right")
+    assert why.startswith("AQE re-plans with run-time sizes")
+
+
+def test_aqe_demotes_a_sparse_side_inner_only_from_3_3():  # SPARK-37193
+    runtime = _runtime(10**9, 4_800)  # right: 3 of 50 partitions non-empty
+    for join_type, version, expected in (("Inner", "4.3.0", SMJ), ("LeftOuter", "4.3.0", BHJ),
+                                         ("LeftOuter", "3.2.4", SMJ)):
+        inputs = equi(join_type)
+        final, why = predict_final(predict(inputs, Settings(), version), inputs, Settings(), runtime, version)
+        assert final.strategy == expected, (join_type, version, why)
+    assert "AQE demotes broadcast of right: non-empty partitions 3/50 < 0.2" in why
+
+
+def test_aqe_adaptive_threshold_from_3_2():  # SPARK-35264
+    inputs = equi()
+    settings = Settings(adaptive_threshold=-1)
+    runtime = _runtime(10**9, 4_800, right_parts=(50, 50))
+    assert predict_final(predict(inputs, settings, "3.2.4"), inputs, settings, runtime, "3.2.4")[0].strategy == SMJ
+    assert predict_final(predict(inputs, settings, "3.1.3"), inputs, settings, runtime, "3.1.3")[0].strategy == BHJ
+
+
+def test_aqe_local_map_shuffle_hash_from_3_2():  # SPARK-35282
+    inputs = equi()
+    settings = Settings(broadcast_threshold=-1, local_map_threshold=64 * 1024 * 1024)
+    runtime = _runtime(10**9, 4_800, right_parts=(50, 50))
+    final, _ = predict_final(predict(inputs, settings, "4.3.0"), inputs, settings, runtime, "4.3.0")
+    assert (final.strategy, final.build_side) == (SHJ, "right")
+    assert predict_final(predict(inputs, settings, "3.1.3"), inputs, settings, runtime, "3.1.3")[0].strategy == SMJ
+
+
+def test_aqe_without_run_time_sizes_says_so():
+    inputs = equi()
+    final, why = predict_final(predict(inputs, Settings(), "4.3.0"), inputs, Settings(), None, "4.3.0")
+    assert final is None and why.startswith("not predicted")
+    final, why = predict_final(predict(inputs, Settings(adaptive=False), "4.3.0"), inputs, Settings(adaptive=False),
+                               None, "4.3.0")
+    assert final.strategy == SMJ and why == "AQE off: the final plan is the initial plan"
