@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 WORKERS ?= 2
 PYTEST := $(PY) -m pytest
 
-.PHONY: env run test unit scenarios bench bench-matrix matrix accept diff test-browser clean
+.PHONY: env run test unit scenarios bench bench-matrix matrix accept diff cluster-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -17,8 +17,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 ## run every scenario on the installed PySpark; writes reports/<spark-version>/
+## (MASTER=spark://host:7077 runs them on that cluster; CONF=spark-defaults-style file)
 run: env
-	$(PYTEST) scenarios -n $(WORKERS) -q || [ $$? -eq 1 ]
+	$(PYTEST) scenarios -n $(WORKERS) -q $(if $(MASTER),--spark-master $(MASTER) --report-dir reports/cluster) \
+		$(if $(CONF),--spark-conf-file $(CONF)) || [ $$? -eq 1 ]
 
 ## the project's own tests, then the scenario suite (must all pass)
 test: env unit scenarios
@@ -39,6 +41,11 @@ bench-matrix: env
 ## the suite on several Spark versions (VERSIONS="3.4.4 4.3.0"; default: 3.1 ... 4.3)
 matrix: env
 	$(PY) -m harness matrix $(VERSIONS) $(if $(OBSERVE),--observe)
+
+## a standalone cluster (master + 2 workers on loopback) from the installed PySpark: the
+## suite on it, compared with local mode; the cluster is stopped whatever happens (K= filters)
+cluster-test: env
+	$(PY) -m harness cluster-test $(if $(K),-k "$(K)")
 
 ## the merged report in a real headless Chromium (installs Debian's chromium if missing)
 test-browser: env

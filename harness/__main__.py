@@ -26,7 +26,14 @@ def main(argv: list[str] | None = None) -> int:
     accept.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     explain = commands.add_parser("explain", help="why Spark picks each case's strategy (the join-selection model)")
     explain.add_argument("paths", nargs="+", help="scenario files or folders")
+    cluster = commands.add_parser("cluster-test", help="the suite on a local standalone cluster, compared with local mode")
+    cluster.add_argument("--report-dir", default="reports")
+    cluster.add_argument("--workers", type=int, default=2, help="worker JVMs (1 core each)")
+    cluster.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
     args = parser.parse_args(argv)
+    if args.command == "cluster-test":
+        from . import cluster as standalone
+        return standalone.main(args.report_dir, ["-k", args.keyword] if args.keyword else [], args.workers)
     if args.command == "explain":
         from . import explain as why
         return why.main(args.paths)

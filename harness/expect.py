@@ -8,6 +8,7 @@ rule it broke.
 from __future__ import annotations
 
 import math
+import os
 import re
 from decimal import Decimal
 
@@ -15,6 +16,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from .scenario import JOIN_TYPES, Case, as_hint_list, hint_name, normalize_build_side, normalize_strategy
+from .session import deployment
 
 EXPECTATION_KEYS = ("strategy", "build_side", "joins", "plan", "rows", "checksum", "result_rows",
                     "error", "warnings", "estimates", "operators")
@@ -53,6 +55,8 @@ def when_matches(when: dict, case: Case, version: str) -> bool:
         if case.join_type not in {JOIN_TYPES[w] for w in wanted}:
             return False
     if "api" in when and case.join.get("api", "dataframe") != when["api"]:
+        return False
+    if "deployment" in when and when["deployment"] != deployment(os.environ.get("HARNESS_SPARK_MASTER")):
         return False
     for side in ("left", "right"):
         key = f"{side}_hints"

@@ -40,25 +40,25 @@ def _plan_label(record: dict, which: str) -> str:
     return node["strategy"] + (f" ({node['build_side']})" if node["build_side"] != "none" else "")
 
 
-def _cell(record: dict, version: str) -> dict:
+def _cell(record: dict, folder: str) -> dict:
     initial, final = _plan_label(record, "initial"), _plan_label(record, "final")
     observed = record["observed"]
     if record["kind"] == "agreement":
         initial, final = f"{len(observed.get('strategies') or [])} strategies agree", ""
     return {"status": record["status"], "initial": initial, "final": final if final != initial else "",
             "rows": observed.get("rows"), "message": record.get("message", "")[:300],
-            "error": (observed.get("error") or {}).get("class", ""), "detail": _detail(record, version),
+            "error": (observed.get("error") or {}).get("class", ""), "detail": _detail(record, folder),
             "drift": bool((record.get("model") or {}).get("drift"))}
 
 
-def _detail(record: dict, version: str) -> dict:
+def _detail(record: dict, folder: str) -> dict:
     """What the per-case panel shows for one version; full plan texts stay in the
     version's own report (linked), so this page stays small with many versions."""
     observed = record["observed"]
     if record["kind"] == "agreement":
         return {"runs": [f"{r['forced']}: " + (r.get("error") or f"{r['strategy']} ({r['build_side']}) "
                                                 f"{r['rows']} rows / {r['checksum']}") for r in observed["agreement"]],
-                "link": f"{version}/index.html#{record['case_id']}"}
+                "link": f"{folder}/index.html#{record['case_id']}"}
     estimate = (observed.get("estimates") or [None])[0]
     join_conf = observed.get("join_conf") or {}
     return {
@@ -72,7 +72,7 @@ def _detail(record: dict, version: str) -> dict:
         "warnings": (observed.get("warnings") or [])[:5],
         "error": f"{observed['error']['class']}: {observed['error']['message'][:400]}" if observed.get("error") else "",
         "prediction": (record.get("model") or {}).get("explanation", ""),
-        "link": f"{version}/index.html#{record['case_id']}",
+        "link": f"{folder}/index.html#{record['case_id']}",
     }
 
 
@@ -97,15 +97,16 @@ def scenario_texts(rows: dict) -> dict[str, str]:
 MAX_YAML_CHARS = 20_000
 
 
-def matrix_data(results: dict[str, dict]) -> dict:
+def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None) -> dict:
     versions = list(results)
+    links = links or {}
     rows: dict[str, dict] = {}
     for version, doc in results.items():
         for record in doc["cases"]:
             row = rows.setdefault(record["case_id"], {"id": record["case_id"], "file": record["file"],
                                                       "folder": record["file"].split("/")[-2] if "/" in record["file"] else "",
                                                       "tags": record.get("tags", []), "cells": {}})
-            row["cells"][version] = _cell(record, version)
+            row["cells"][version] = _cell(record, links.get(version, version))
     for row in rows.values():
         previous = None
         for version in versions:
@@ -143,6 +144,11 @@ def write_merged(report_dir: str | Path) -> Path | None:
     results = load_all(report_dir)
     if not results:
         return None
-    target = Path(report_dir) / "index.html"
-    atomic_write_text(target, render(matrix_data(results)))
+    return write_merged_from(results, Path(report_dir) / "index.html")
+
+
+def write_merged_from(results: dict[str, dict], target: Path, links: dict[str, str] | None = None) -> Path:
+    """The merged page of any labelled runs (e.g. local and cluster of one version);
+    `links`: label → that run's report folder, relative to the page."""
+    atomic_write_text(target, render(matrix_data(results, links)))
     return target

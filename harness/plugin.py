@@ -31,6 +31,10 @@ def pytest_addoption(parser):
     group.addoption("--no-report", action="store_true", help="do not write JSON/HTML/JUnit reports")
     group.addoption("--spark-master", default=None,
                     help="Spark master URL (default: local[2], or $HARNESS_SPARK_MASTER)")
+    group.addoption("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark config for the session, e.g. spark.executor.memory=2g (repeatable)")
+    group.addoption("--spark-conf-file", default=None, metavar="PATH",
+                    help="Spark configs for the session, spark-defaults.conf style (`key value` per line)")
     group.addoption("--plan-text", choices=("all", "failed"), default=None,
                     help="which cases keep their plan text in the report (default: all; $HARNESS_PLAN_TEXT)")
     group.addoption("--observe", action="store_true",
@@ -55,6 +59,9 @@ def pytest_configure(config):
         config.pluginmanager.register(HarnessReporter(config), "join-harness-reporter")
     if config.getoption("spark_master"):
         os.environ["HARNESS_SPARK_MASTER"] = config.getoption("spark_master")
+    session_conf = _session_conf(config)
+    if session_conf:
+        os.environ["HARNESS_SPARK_CONF"] = json.dumps(session_conf)
     if config.getoption("plan_text"):
         os.environ["HARNESS_PLAN_TEXT"] = config.getoption("plan_text")
     if config.getoption("observe"):
@@ -62,6 +69,22 @@ def pytest_configure(config):
     if _reporting(config) and getattr(config.option, "xmlpath", None) is None and _runs_scenarios(config):
         config.option.xmlpath = str(report.version_dir(config.getoption("report_dir"), report.installed_spark()) /
                                     "junit.xml")
+
+
+def _session_conf(config) -> dict:
+    from .session import extra_conf, read_conf_file
+    conf = extra_conf()
+    if config.getoption("spark_conf_file"):
+        try:
+            conf.update(read_conf_file(config.getoption("spark_conf_file")))
+        except (OSError, ValueError) as exc:
+            raise pytest.UsageError(f"--spark-conf-file: {exc}") from None
+    for item in config.getoption("spark_conf"):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise pytest.UsageError(f"--spark-conf expects KEY=VALUE, got: {item}")
+        conf[key] = value
+    return conf
 
 
 def _runs_scenarios(config) -> bool:

@@ -86,6 +86,7 @@ def build_results(records: list[dict], invalid: list[dict]) -> dict:
         "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": versions,
         "master": records[0]["master"] if records else None,
+        "cluster": records[0].get("cluster") if records else None,
         "summary": summarize(records, invalid),
         "invalid": invalid,
         "cases": records,

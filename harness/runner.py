@@ -326,6 +326,7 @@ def run_case(case: Case, session: Session) -> dict:
     if os.environ.get("HARNESS_OBSERVE") == "1":  # a survey: record, do not check
         expected = {"plan": expected["plan"]}
     started = time.perf_counter()
+    executors_before = session.cluster_shape if session.deployment == "cluster" else None
     observed = _empty_observation()
     with session.case_scope(case.scenario.timeout) as scope:
         try:
@@ -339,8 +340,21 @@ def run_case(case: Case, session: Session) -> dict:
         observed["warnings"] = scope.warnings()
     plan_objects = observed.pop("plan_objects", {})
     record = make_record(case, session, expected, observed, time.perf_counter() - started)
+    _note_lost_executors(record, executors_before)
     _add_plan_texts(record, plan_objects)
     return record
+
+
+def _note_lost_executors(record: dict, before: dict | None) -> None:
+    """On a cluster, say so when executors went away while the case ran."""
+    after = record.get("cluster") or {}
+    if before and before.get("executors") is not None and after.get("executors") is not None \
+            and after["executors"] < before["executors"]:
+        lost = before["executors"] - after["executors"]
+        note = (f"{lost} executor(s) lost during the case ({before['executors']} → {after['executors']}); "
+                "Spark re-ran their tasks on the others")
+        record["message"] = f"{record['message']}; {note}" if record["message"] else note
+        record["cluster"] = {**after, "executors_at_start": before["executors"]}
 
 
 def timeout_error(case: Case, session: Session) -> dict:
@@ -380,6 +394,7 @@ def _identity(case: Case, session: Session) -> dict:
         "api": "sql" if "sql" in case.join else case.join.get("api", "dataframe"),
         "versions": session.versions,
         "master": session.master,
+        "cluster": getattr(session, "cluster_shape", None),
     }
 
 

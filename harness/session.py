@@ -131,8 +131,29 @@ class Session:
             "python": platform.python_version(),
         }
         self.master = master
+        self.deployment = deployment(master)
+        self._local_shape: dict | None = None
         self.abandoned: str | None = None
         self.stopped = threading.Event()
+
+    @property
+    def cluster_shape(self) -> dict:
+        """Executors and cores now (fixed in local mode: read once)."""
+        if self.deployment == "local":
+            if self._local_shape is None:
+                self._local_shape = self.executors()
+            return self._local_shape
+        return self.executors()
+
+    def executors(self) -> dict:
+        """Executors (the driver itself in local mode) and the cores Spark schedules on."""
+        sc = self.spark.sparkContext
+        try:
+            infos = sc._jsc.sc().statusTracker().getExecutorInfos()
+            count = len(infos) - 1 if self.deployment == "cluster" else 1
+        except Exception:
+            count = None
+        return {"executors": count, "cores": sc.defaultParallelism}
 
     def abandon(self, reason: str) -> None:
         """Stop the SparkContext under a case that will not end; the blocked call then fails
@@ -289,5 +310,31 @@ def get_session(master: str | None = None) -> Session:
         if _SESSION is None or _SESSION.abandoned:
             from .datagen import forget_tables
             forget_tables()
-            _SESSION = Session(master or os.environ.get("HARNESS_SPARK_MASTER", "local[2]"))
+            _SESSION = Session(master or os.environ.get("HARNESS_SPARK_MASTER", "local[2]"), extra_conf())
         return _SESSION
+
+
+def extra_conf() -> dict:
+    """Spark configs for the session from `--spark-conf KEY=VALUE` / `--spark-conf-file`
+    (passed to workers as JSON in $HARNESS_SPARK_CONF): executor settings for a cluster."""
+    import json
+    return json.loads(os.environ.get("HARNESS_SPARK_CONF") or "{}")
+
+
+def read_conf_file(path: str) -> dict:
+    """spark-defaults.conf style: `key value` or `key=value` per line, # comments."""
+    conf = {}
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=") if "=" in line.split()[0] else line.partition(" ")
+        if not sep or not key.strip():
+            raise ValueError(f"{path}:{number}: expected 'key value' or 'key=value', got: {line}")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+def deployment(master: str | None) -> str:
+    """`local` for embedded local mode, `cluster` for any cluster master."""
+    return "local" if (master or "local").startswith("local") else "cluster"
