@@ -101,7 +101,9 @@ class Session:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         from pyspark.sql import SparkSession
 
-        self.workdir = Path(tempfile.mkdtemp(prefix="join-harness-"))
+        # Parquet/catalog tables and stream sources live here: on a cluster it must be a
+        # path every executor sees (HARNESS_WORK_DIR, e.g. a shared mount).
+        self.workdir = Path(tempfile.mkdtemp(prefix="join-harness-", dir=os.environ.get("HARNESS_WORK_DIR")))
         atexit.register(shutil.rmtree, self.workdir, True)
         self.hint_log = self.workdir / "hints.log"
         self.hint_log.touch()
