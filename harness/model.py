@@ -110,51 +110,39 @@ def _v(version: str) -> Version:
     return Version(match.group(0) if match else "0")
 
 
+# Where Spark's join selection changed: rule → (first version, JIRA, what changed).
+RULES_SINCE = {
+    "null_aware_anti_join": ("3.1", "SPARK-32290", "a single-column NOT IN becomes a null-aware broadcast hash anti join"),
+    "shuffle_hash_full_outer": ("3.1", "SPARK-32399", "shuffled hash join supports full outer joins, building either side"),
+    "aqe_on_by_default": ("3.2", "SPARK-33679", "spark.sql.adaptive.enabled defaults to true"),
+    "adaptive_broadcast_threshold": ("3.2", "SPARK-35264",
+                                     "spark.sql.adaptive.autoBroadcastJoinThreshold applies to run-time sizes"),
+    "local_map_shuffle_hash": ("3.2", "SPARK-35282", "AQE prefers shuffled hash join when every partition of a "
+                                                     "side is under maxShuffledHashJoinLocalMapThreshold"),
+    "shuffle_hash_factor_conf": ("3.3", "SPARK-36898", "spark.sql.shuffledHashJoinFactor (before: the literal 3)"),
+    "demotion_spares_outer_joins": ("3.3", "SPARK-37193", "many empty partitions demote a broadcast only where "
+                                                          "the join can short-circuit; before, for any join type"),
+    "shuffle_hash_builds_outer_side": ("3.5", "SPARK-36612", "shuffled hash join may build the left side of a left "
+                                                             "outer join and the right side of a right outer join"),
+}
+
+
+def since(rule: str, version: str) -> bool:
+    return _v(version) >= Version(RULES_SINCE[rule][0])
+
+
 def aqe_on_by_default(version: str) -> bool:
-    # SPARK-33679 (3.2.0): spark.sql.adaptive.enabled defaults to true.
-    return _v(version) >= Version("3.2")
-
-
-def shuffle_hash_full_outer(version: str) -> bool:
-    # SPARK-32399 (3.1.0): shuffled hash join supports full outer joins, building either side.
-    return _v(version) >= Version("3.1")
-
-
-def shuffle_hash_builds_outer_side(version: str) -> bool:
-    # SPARK-36612 (3.5.0): shuffled hash join may build the left side of a left outer join
-    # and the right side of a right outer join.
-    return _v(version) >= Version("3.5")
+    return since("aqe_on_by_default", version)
 
 
 def shuffle_hash_factor(settings: Settings, version: str) -> int:
-    # SPARK-36898 (3.3.0): spark.sql.shuffledHashJoinFactor; before it the factor was the
-    # literal 3 in muchSmaller.
-    return settings.shuffle_hash_factor if _v(version) >= Version("3.3") else 3
+    return settings.shuffle_hash_factor if since("shuffle_hash_factor_conf", version) else 3
 
 
 def adaptive_broadcast_threshold(settings: Settings, version: str) -> int:
-    # SPARK-35264 (3.2.0): spark.sql.adaptive.autoBroadcastJoinThreshold for run-time sizes;
-    # unset, or before 3.2, the static threshold applies.
-    if _v(version) >= Version("3.2") and settings.adaptive_threshold is not None:
+    if since("adaptive_broadcast_threshold", version) and settings.adaptive_threshold is not None:
         return settings.adaptive_threshold
     return settings.broadcast_threshold
-
-
-def demotion_spares_outer_joins(version: str) -> bool:
-    # SPARK-37193 (3.3.0): many empty partitions demote a broadcast only where the join can
-    # short-circuit (not on the outer/anti side's partner); before, any join type.
-    return _v(version) >= Version("3.3")
-
-
-def local_map_shuffle_hash(version: str) -> bool:
-    # SPARK-35282 (3.2.0): AQE prefers shuffled hash join when every partition of a side is
-    # under maxShuffledHashJoinLocalMapThreshold.
-    return _v(version) >= Version("3.2")
-
-
-def null_aware_anti_join(version: str) -> bool:
-    # SPARK-32290 (3.1.0): a single-column NOT IN becomes a null-aware broadcast hash anti join.
-    return _v(version) >= Version("3.1")
 
 
 # --------------------------------------------------------------------------- join types
@@ -174,14 +162,14 @@ def can_broadcast_right(join_type: str) -> bool:
 
 def can_shuffle_hash_left(join_type: str, version: str) -> bool:
     return (can_broadcast_left(join_type)
-            or (join_type == "FullOuter" and shuffle_hash_full_outer(version))
-            or (join_type == "LeftOuter" and shuffle_hash_builds_outer_side(version)))
+            or (join_type == "FullOuter" and since("shuffle_hash_full_outer", version))
+            or (join_type == "LeftOuter" and since("shuffle_hash_builds_outer_side", version)))
 
 
 def can_shuffle_hash_right(join_type: str, version: str) -> bool:
     return (can_broadcast_right(join_type)
-            or (join_type == "FullOuter" and shuffle_hash_full_outer(version))
-            or (join_type == "RightOuter" and shuffle_hash_builds_outer_side(version)))
+            or (join_type == "FullOuter" and since("shuffle_hash_full_outer", version))
+            or (join_type == "RightOuter" and since("shuffle_hash_builds_outer_side", version)))
 
 
 _OUTER_NAMES = {"Inner": "an inner join", "Cross": "a cross join", "LeftOuter": "a left outer join",
@@ -235,7 +223,7 @@ def predict(inputs: JoinInputs | None, settings: Settings, version: str) -> Pred
         return Prediction(NO_JOIN, "none", ["no join in the optimized logical plan (the optimizer removed it)"])
     if inputs.streaming:
         return Prediction(SSHJ, "none", ["stream-stream join: StreamingJoinStrategy plans it before JoinSelection"])
-    if inputs.null_aware_candidate and null_aware_anti_join(version):
+    if inputs.null_aware_candidate and since("null_aware_anti_join", version):
         if _fits(inputs.right_size, settings):
             return Prediction(BHJ, "right", [
                 f"NOT IN as a single-column null-aware anti join (SPARK-32290): right estimate "
@@ -262,26 +250,34 @@ def _ignored(hint: str, side: str, jt: str) -> str:
     return f"{hint} hint on {side} ignored: {_join_name(jt)} cannot build {side}"
 
 
+def _hinted_build(inputs: JoinInputs, hint: str, strategy: str, rule: str, allowed: dict,
+                  steps: list[str]) -> Prediction | None:
+    """A BROADCAST or SHUFFLE_HASH hint: the hinted side the join type can build (both
+    hinted → the smaller); a hint on a side it cannot build is ignored, and said so."""
+    hinted = _hint_on(inputs, hint)
+    steps += [_ignored(hint, s, inputs.join_type) for s in ("left", "right") if hinted[s] and not allowed[s]]
+    side = _pick(hinted["left"] and allowed["left"], hinted["right"] and allowed["right"], inputs)
+    if not side:
+        return None
+    both = " (both hinted: the smaller estimate)" if all(hinted.values()) else ""
+    return Prediction(strategy, side, steps + [f"{rule}: {hint} on {side}{both}"])
+
+
 def _equi_hinted(inputs: JoinInputs, version: str, steps: list[str]) -> Prediction | None:
     jt = inputs.join_type
-    broadcast = _hint_on(inputs, "BROADCAST")
-    allowed = {"left": can_broadcast_left(jt), "right": can_broadcast_right(jt)}
-    steps += [_ignored("BROADCAST", s, jt) for s in ("left", "right") if broadcast[s] and not allowed[s]]
-    side = _pick(broadcast["left"] and allowed["left"], broadcast["right"] and allowed["right"], inputs)
-    if side:
-        return Prediction(BHJ, side, steps + [f"hint 1: BROADCAST on {side}"
-                                             + (" (both hinted: the smaller estimate)" if all(broadcast.values()) else "")])
+    found = _hinted_build(inputs, "BROADCAST", BHJ, "hint 1",
+                          {"left": can_broadcast_left(jt), "right": can_broadcast_right(jt)}, steps)
+    if found:
+        return found
     if any(_hint_on(inputs, "MERGE").values()):
         if inputs.orderable is not False:
             return Prediction(SMJ, "none", steps + ["hint 2: MERGE"])
         steps.append("MERGE hint ignored: keys not orderable")
-    shuffle_hash = _hint_on(inputs, "SHUFFLE_HASH")
-    allowed = {"left": can_shuffle_hash_left(jt, version), "right": can_shuffle_hash_right(jt, version)}
-    steps += [_ignored("SHUFFLE_HASH", s, jt) for s in ("left", "right") if shuffle_hash[s] and not allowed[s]]
-    side = _pick(shuffle_hash["left"] and allowed["left"], shuffle_hash["right"] and allowed["right"], inputs)
-    if side:
-        return Prediction(SHJ, side, steps + [f"hint 3: SHUFFLE_HASH on {side}"
-                                             + (" (both hinted: the smaller estimate)" if all(shuffle_hash.values()) else "")])
+    found = _hinted_build(inputs, "SHUFFLE_HASH", SHJ, "hint 3",
+                          {"left": can_shuffle_hash_left(jt, version), "right": can_shuffle_hash_right(jt, version)},
+                          steps)
+    if found:
+        return found
     if any(_hint_on(inputs, "SHUFFLE_REPLICATE_NL").values()):
         if _inner_like(jt):
             return Prediction(CP, "none", steps + ["hint 4: SHUFFLE_REPLICATE_NL on an inner join"])
@@ -401,7 +397,7 @@ def _aqe_hint(side: str, inputs: JoinInputs, runtime: dict, settings: Settings, 
     other = "right" if side == "left" else "left"
     jt = inputs.join_type
     buildable = can_broadcast_left(jt) if side == "left" else can_broadcast_right(jt)
-    if demotion_spares_outer_joins(version):
+    if since("demotion_spares_outer_joins", version):
         outer = jt in ("LeftOuter", "RightOuter", "LeftAnti")
         if _many_empty(runtime[side], settings) and buildable:
             demote = not outer
@@ -411,7 +407,7 @@ def _aqe_hint(side: str, inputs: JoinInputs, runtime: dict, settings: Settings, 
             demote = False
     else:
         demote = _many_empty(runtime[side], settings)
-    prefer = local_map_shuffle_hash(version) and _all_small(runtime[side], settings)
+    prefer = since("local_map_shuffle_hash", version) and _all_small(runtime[side], settings)
     ratio = f"non-empty partitions {runtime[side].get('non_empty_partitions')}/{runtime[side].get('partitions')}"
     if demote and prefer:
         return "SHUFFLE_HASH", f"AQE: {side} has few non-empty partitions ({ratio}) and all are small → SHUFFLE_HASH on {side}"
