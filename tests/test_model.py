@@ -195,3 +195,18 @@ def test_aqe_without_run_time_sizes_says_so():
     final, why = predict_final(predict(inputs, Settings(adaptive=False), "4.3.0"), inputs, Settings(adaptive=False),
                                None, "4.3.0")
     assert final.strategy == SMJ and why == "AQE off: the final plan is the initial plan"
+
+
+def test_aqe_with_an_empty_side_before_3_2_is_not_guessed():
+    inputs = equi()
+    runtime = _runtime(32_000, 0, right_parts=(200, 0))
+    runtime["right"]["row_count"] = 0
+    final, why = predict_final(predict(inputs, Settings(), "3.1.3"), inputs, Settings(), runtime, "3.1.3")
+    assert final is None and "the right side is empty at run time" in why
+
+
+def test_aqe_null_aware_anti_join_is_not_guessed():  # SPARK-32573: depends on NULL keys it cannot see
+    inputs = non_equi("LeftAnti", right=800, null_aware_candidate=True)
+    initial = predict(inputs, Settings(), "3.5.0")
+    final, why = predict_final(initial, inputs, Settings(), None, "3.5.0")
+    assert final is None and "SPARK-32573" in why
