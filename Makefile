@@ -38,7 +38,7 @@ bench: env
 bench-matrix: env
 	$(PY) bench/bench_matrix.py $(VERSIONS)
 
-## the suite on several Spark versions (VERSIONS="3.4.4 4.3.0"; default: 3.1 ... 4.3)
+## the suite on several Spark versions (VERSIONS="3.4.4 4.3.0"; default: 3.0 ... 4.3)
 matrix: env
 	$(PY) -m harness matrix $(VERSIONS) $(if $(OBSERVE),--observe)
 

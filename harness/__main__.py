@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     diff.add_argument("new", help="Spark version, e.g. 4.3.0")
     diff.add_argument("--report-dir", default="reports")
     matrix = commands.add_parser("matrix", help="run the suite on several Spark versions, one environment each")
-    matrix.add_argument("versions", nargs="*", help="PySpark versions (default: latest patch of 3.1 ... 4.3)")
+    matrix.add_argument("versions", nargs="*", help="PySpark versions (default: latest patch of 3.0 ... 4.3)")
     matrix.add_argument("--report-dir", default="reports")
     matrix.add_argument("--workers", default="2")
     matrix.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
