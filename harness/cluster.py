@@ -223,7 +223,8 @@ def main(report_dir: str = "reports", extra: list[str] | None = None, workers: i
     atomic_write_text(version_dir(cluster_dir, version) / "comparison.json", json.dumps(comparison, indent=1) + "\n")
     page = merged.write_merged_from({f"{version} local": local, f"{version} cluster": remote},
                                     Path(cluster_dir) / "index.html",
-                                    links={f"{version} local": f"../{version}", f"{version} cluster": version})
+                                    links={f"{version} local": f"../{version}", f"{version} cluster": version},
+                                    title=f"Join strategies: local mode and a {workers}-worker cluster, Spark {version}")
     grouped = {kind: comparison["differences"].get(kind, []) for kind in KINDS}
     print(format_diff(f"{version} local", f"{version} cluster", grouped))
     print(f"[cluster] comparison: {page}")

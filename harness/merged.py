@@ -118,6 +118,7 @@ def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None) -
             previous = signature
     summary = {v: {"by_status": doc["summary"]["by_status"], "by_strategy": doc["summary"]["by_strategy"],
                    "model": doc["summary"].get("model") or {},
+                   "master": doc.get("master") or "", "shape": doc.get("cluster") or {},
                    "seconds": round(doc["summary"]["total_case_seconds"], 1), "java": doc["versions"]["java"],
                    "python": doc["versions"]["python"]} for v, doc in results.items()}
     upgrades = {}
@@ -130,14 +131,14 @@ def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None) -
             "strategies": sorted({s for doc in summary.values() for s in doc["by_strategy"]})}
 
 
-def render(data: dict) -> str:
+def render(data: dict, title: str = "Join strategies across Spark versions") -> str:
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
     env = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
     # Embedded as JSON in a <script> element: keep "</" from closing it.
     payload = json.dumps(data, default=str).replace("</", "<\\/")
-    return env.get_template("matrix.html.j2").render(data=data, payload=payload)
+    return env.get_template("matrix.html.j2").render(data=data, payload=payload, title=title)
 
 
 def write_merged(report_dir: str | Path) -> Path | None:
@@ -147,8 +148,9 @@ def write_merged(report_dir: str | Path) -> Path | None:
     return write_merged_from(results, Path(report_dir) / "index.html")
 
 
-def write_merged_from(results: dict[str, dict], target: Path, links: dict[str, str] | None = None) -> Path:
+def write_merged_from(results: dict[str, dict], target: Path, links: dict[str, str] | None = None,
+                      title: str = "Join strategies across Spark versions") -> Path:
     """The merged page of any labelled runs (e.g. local and cluster of one version);
     `links`: label → that run's report folder, relative to the page."""
-    atomic_write_text(target, render(matrix_data(results, links)))
+    atomic_write_text(target, render(matrix_data(results, links), title))
     return target

@@ -434,6 +434,8 @@ def predict_final(initial: Prediction, inputs: JoinInputs | None, settings: Sett
                       "broadcast side holds a NULL key (SPARK-32573); the harness does not see its keys")
     if inputs is None or inputs.streaming or initial.strategy in (BHJ, BNLJ, NO_JOIN):
         return initial, "AQE keeps a join it did not plan with a shuffle"
+    if runtime is None and initial.strategy == CP:
+        return initial, "no shuffle below the cartesian product: no run-time size for AQE to re-plan with"
     if runtime is None:
         return None, ("not predicted: the final plan shows no run-time size for both inputs "
                       "(AQE removed the join, or a side has no shuffle stage)")

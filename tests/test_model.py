@@ -210,3 +210,10 @@ def test_aqe_null_aware_anti_join_is_not_guessed():  # SPARK-32573: depends on N
     initial = predict(inputs, Settings(), "3.5.0")
     final, why = predict_final(initial, inputs, Settings(), None, "3.5.0")
     assert final is None and "SPARK-32573" in why
+
+
+def test_aqe_keeps_a_cartesian_product_with_no_shuffle_below():
+    inputs = non_equi("Inner")
+    initial = predict(inputs, Settings(), "4.3.0")
+    final, why = predict_final(initial, inputs, Settings(), None, "4.3.0")
+    assert (initial.strategy, final.strategy) == (CP, CP) and "no run-time size" in why
