@@ -40,7 +40,7 @@ bench-matrix: env
 
 ## the suite on several Spark versions (VERSIONS="3.4.4 4.3.0"; default: 3.0 ... 4.3)
 matrix: env
-	$(PY) -m harness matrix $(VERSIONS) $(if $(OBSERVE),--observe)
+	$(PY) -m harness matrix $(VERSIONS) $(if $(OBSERVE),--observe) $(if $(MASTER),--spark-master $(MASTER))
 
 ## a standalone cluster (master + 2 workers on loopback) from the installed PySpark: the
 ## suite on it, compared with local mode; the cluster is stopped whatever happens (K= filters)

@@ -19,6 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     matrix.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
     matrix.add_argument("--observe", action="store_true",
                         help="survey: record what each version does without checking expectations")
+    matrix.add_argument("--spark-master", default=None,
+                        help="run every version against this master (it must run a matching Spark)")
     accept = commands.add_parser("accept", help="write observed strategies and results into the scenario files")
     accept.add_argument("versions", nargs="*", help="Spark versions whose results to accept (default: all in report-dir)")
     accept.add_argument("--report-dir", default="reports")
@@ -46,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.command == "matrix":
         from . import matrix as version_matrix
-        extra = (["-k", args.keyword] if args.keyword else []) + (["--observe"] if args.observe else [])
+        extra = (["-k", args.keyword] if args.keyword else []) + (["--observe"] if args.observe else []) \
+            + (["--spark-master", args.spark_master] if args.spark_master else [])
         return version_matrix.main(args.versions, args.report_dir, args.workers, extra)
     if args.command == "diff":
         from . import diff as upgrade_diff

@@ -85,8 +85,12 @@ class StandaloneCluster:
 
     def start(self, timeout_s: float = 120.0) -> "StandaloneCluster":
         self._trap_signals()
+        # A properties file in the cluster's folder: every JVM's command line names the folder,
+        # so what this cluster started can be found (and checked gone) from outside.
+        properties = self.dir / "spark-daemon.conf"
+        properties.write_text("# daemons of one harness cluster\n")
         self.master = self._spawn("master", [MASTER_CLASS, "--host", LOOPBACK, "--port", str(self.master_port),
-                                             "--webui-port", str(self.ui_port)])
+                                             "--webui-port", str(self.ui_port), "--properties-file", str(properties)])
         deadline = time.monotonic() + timeout_s
         self._wait(lambda: self.state() is not None, deadline, "the master did not come up")
         for i in range(self.workers):

@@ -81,3 +81,24 @@ def test_a_worker_killed_mid_case_is_reported_and_the_suite_completes(tmp_path):
         assert long_case["observed"]["rows"] == 60_000_000
     assert quick_case["status"] == "passed" and quick_case["cluster"]["executors"] == 1
     assert done.returncode in (0, 1), done.stdout[-2000:]
+
+
+def test_sigterm_stops_every_jvm_the_cluster_started(tmp_path):
+    script = ("import time\nfrom harness.cluster import StandaloneCluster\n"
+              "with StandaloneCluster(workers=1, log=lambda line: None) as cluster:\n"
+              "    print(cluster.dir, flush=True)\n    time.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).parent.parent)
+    try:
+        cluster_dir = proc.stdout.readline().strip()
+        assert cluster_dir, "the cluster did not start"
+        assert _jvms_under(cluster_dir) >= 2  # master and worker
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    assert _jvms_under(cluster_dir) == 0
+
+
+def _jvms_under(cluster_dir: str) -> int:
+    listing = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True).stdout
+    return sum(1 for line in listing.splitlines() if "java" in line and cluster_dir in line)

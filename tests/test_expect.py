@@ -110,3 +110,23 @@ def test_operator_counts_exact_and_bounded():
     # The initial plan is checked unless the expectation says final.
     assert expect.compare({"plan": "initial", "operators": {"Subquery": 1}}, seen) == \
         ["expected 1 Subquery operator(s), observed 0"]
+
+
+def test_overrides_can_name_the_deployment(write_scenario, monkeypatch):
+    text = MINIMAL.replace("  build_side: right\n", "  build_side: right\n  overrides:\n"
+                                                     "    - when: {deployment: cluster}\n"
+                                                     "      strategy: SortMergeJoin\n")
+    case = expand(load_scenario(write_scenario(text)))[0]
+    monkeypatch.delenv("HARNESS_SPARK_MASTER", raising=False)
+    assert expect.resolve(case, "4.3.0")["strategy"] == "BroadcastHashJoin"
+    monkeypatch.setenv("HARNESS_SPARK_MASTER", "spark://10.0.0.1:7077")
+    assert expect.resolve(case, "4.3.0")["strategy"] == "SortMergeJoin"
+    monkeypatch.setenv("HARNESS_SPARK_MASTER", "local[4]")
+    assert expect.resolve(case, "4.3.0")["strategy"] == "BroadcastHashJoin"
+
+
+def test_base_expectations_scoped_to_versions_leave_others_observed(write_scenario):
+    text = MINIMAL.replace("expect:\n", "expect:\n  spark: '>=3.5'\n")
+    case = expand(load_scenario(write_scenario(text)))[0]
+    assert expect.resolve(case, "4.3.0")["strategy"] == "BroadcastHashJoin"
+    assert not expect.has_assertions(expect.resolve(case, "3.4.4"))
