@@ -1,6 +1,8 @@
 """The pytest adapter: one-line collection errors per bad file, items per case."""
 import textwrap
 
+import pytest
+
 from tests.conftest import MINIMAL
 
 pytest_plugins = ["pytester"]
@@ -53,3 +55,14 @@ def test_reports_written_for_a_run(pytester, session):
     assert (pytester.path / "out" / version / "results.json").exists()
     assert (pytester.path / "out" / version / "index.html").exists()
     assert (pytester.path / "out" / version / "junit.xml").exists()
+
+
+def test_spark_conf_file_reads_spark_defaults_style(tmp_path):
+    from harness.session import read_conf_file
+    path = tmp_path / "cluster.conf"
+    path.write_text("# executors\nspark.executor.memory 4g\nspark.executor.cores=2\n\nspark.cores.max   8\n")
+    assert read_conf_file(str(path)) == {"spark.executor.memory": "4g", "spark.executor.cores": "2",
+                                         "spark.cores.max": "8"}
+    path.write_text("spark.executor.memory\n")
+    with pytest.raises(ValueError, match="cluster.conf:1: expected 'key value' or 'key=value'"):
+        read_conf_file(str(path))
