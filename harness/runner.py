@@ -268,7 +268,7 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
         "checksum": None,
         "error": None,
         "conf": {k: session.conf_value(k) for k in conf},
-        "join_conf": _join_conf(session),
+        "join_conf": _join_conf(session, conf),
     }
     observed["plan_objects"] = plan_objects  # taken out again before the record is made
     timings["plan_s"] = time.perf_counter() - start
@@ -290,9 +290,11 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
     return observed
 
 
-def _join_conf(session: Session) -> dict:
-    """The values of every config the join-selection model reads, as Spark reports them."""
-    return {key: session.conf_value(key) for key in model.CONF_KEYS}
+def _join_conf(session: Session, case_conf: dict) -> dict:
+    """The values of every config the join-selection model reads, as Spark reports them:
+    the case's own from Spark, the rest are the session's defaults (read once)."""
+    return {key: session.conf_value(key) if key in case_conf else session.default_conf_value(key)
+            for key in model.CONF_KEYS}
 
 
 def _observe_stream(session, scope, case, tables, collect_rows, timings, start) -> dict:
@@ -306,7 +308,7 @@ def _observe_stream(session, scope, case, tables, collect_rows, timings, start) 
         "rows": int(row["rows"]),
         "checksum": _checksum_text(row["hash_sum"]),
         "conf": {k: session.conf_value(k) for k in case.spark_conf},
-        "join_conf": _join_conf(session),
+        "join_conf": _join_conf(session, case.spark_conf),
         "stream_batches": run["batches"],
     }
     if collect_rows:

@@ -135,6 +135,7 @@ class Session:
         self.master = master
         self.deployment = deployment(master)
         self._local_shape: dict | None = None
+        self._defaults: dict[str, str | None] = {}
         self.abandoned: str | None = None
         self.stopped = threading.Event()
 
@@ -178,6 +179,12 @@ class Session:
             self.spark.conf.unset(key)
         else:
             self.spark.conf.set(key, previous)
+
+    def default_conf_value(self, key: str) -> str | None:
+        """A config's value outside any case (cases restore what they set), cached."""
+        if key not in self._defaults:
+            self._defaults[key] = self.conf_value(key)
+        return self._defaults[key]
 
     def conf_value(self, key: str) -> str | None:
         try:
