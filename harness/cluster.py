@@ -29,9 +29,13 @@ ROOT = Path(__file__).resolve().parent.parent
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 LOOPBACK = "127.0.0.1"
-# One application, one 1-core executor per worker: tasks and broadcasts cross JVMs.
-CLUSTER_CONF = {"spark.executor.memory": "1g", "spark.executor.cores": "1",
-                "spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK}
+def cluster_conf(workers: int) -> dict:
+    """One application, one 1-core executor per worker (tasks and broadcasts cross JVMs).
+    The session starts only once every executor has registered, so a case sees them all."""
+    return {"spark.executor.memory": "1g", "spark.executor.cores": "1", "spark.cores.max": str(workers),
+            "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+            "spark.scheduler.maxRegisteredResourcesWaitingTime": "60s",
+            "spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK}
 
 
 class ClusterError(RuntimeError):
@@ -182,18 +186,24 @@ def _signal_group(proc: subprocess.Popen, sig) -> None:
 
 # --------------------------------------------------------------------------- cluster-test
 
-def run_suite(report_dir: str, extra: list[str], master: str | None = None, workers: str = "2") -> int:
-    args = [sys.executable, "-m", "pytest", "scenarios", "-q", "-n", workers, "-p", "no:cacheprovider",
+def conf_args(workers: int) -> list[str]:
+    return [arg for key, value in cluster_conf(workers).items() for arg in ("--spark-conf", f"{key}={value}")]
+
+
+def run_suite(report_dir: str, extra: list[str], master: str | None = None, cluster_workers: int = 0) -> int:
+    xdist = "1" if master else "2"  # on the cluster: one application holding every executor
+    args = [sys.executable, "-m", "pytest", "scenarios", "-q", "-n", xdist, "-p", "no:cacheprovider",
             "--report-dir", report_dir, *extra]
     if master:
-        args += ["--spark-master", master] + [a for k, v in CLUSTER_CONF.items() for a in ("--spark-conf", f"{k}={v}")]
+        args += ["--spark-master", master, *conf_args(cluster_workers)]
     return subprocess.run(args, cwd=ROOT).returncode
 
 
 def compare(local: dict, cluster: dict) -> dict:
     """The cluster run against the local run of the same version, per case."""
     from .diff import diff_results
-    grouped = diff_results(local, cluster)
+    ran = {c["case_id"] for c in cluster["cases"]}  # a filtered cluster run (-k) compares what it ran
+    grouped = diff_results({**local, "cases": [c for c in local["cases"] if c["case_id"] in ran]}, cluster)
     differing = sorted({case for entries in grouped.values() for case, _ in entries})
     return {"local": {"master": local.get("master"), "cluster": local.get("cluster"), "summary": local["summary"]},
             "cluster": {"master": cluster.get("master"), "cluster": cluster.get("cluster"),
@@ -217,8 +227,7 @@ def main(report_dir: str = "reports", extra: list[str] | None = None, workers: i
     cluster_dir = str(Path(report_dir) / "cluster")
     try:
         with StandaloneCluster(workers=workers) as cluster:
-            # One application holding both workers' executors; xdist still isolates crashes.
-            code = run_suite(cluster_dir, extra, master=cluster.url, workers="1")
+            code = run_suite(cluster_dir, extra, master=cluster.url, cluster_workers=workers)
     except ClusterError as exc:
         print(f"[cluster] {exc}", file=sys.stderr)
         return 2

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import CLUSTER_CONF, StandaloneCluster, spark_home
+from harness.cluster import StandaloneCluster, conf_args, spark_home
 
 pytestmark = pytest.mark.skipif(not (spark_home() / "bin" / "spark-class").exists(),
                                 reason="this PySpark has no bin/spark-class")
@@ -64,10 +64,9 @@ def test_a_worker_killed_mid_case_is_reported_and_the_suite_completes(tmp_path):
             cluster.kill_worker(0)
         killer = threading.Thread(target=kill_when_busy, daemon=True)
         killer.start()
-        conf = [a for k, v in CLUSTER_CONF.items() for a in ("--spark-conf", f"{k}={v}")]
         done = subprocess.run([sys.executable, "-m", "pytest", str(scenarios / "a_long.yaml"),
                                str(scenarios / "b_quick.yaml"), "-q", "-p", "no:cacheprovider", "-k", "not agree",
-                               "--spark-master", cluster.url, *conf, "--report-dir", str(tmp_path / "reports")],
+                               "--spark-master", cluster.url, *conf_args(2), "--report-dir", str(tmp_path / "reports")],
                               capture_output=True, text=True, timeout=900, cwd=Path(__file__).parent.parent)
         killer.join(timeout=5)
         assert cluster.alive_workers() <= 1
