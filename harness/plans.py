@@ -144,9 +144,8 @@ def _stage_stats(stage) -> dict | None:
         stats = computed.get() if computed is not None and computed.isDefined() else None
     out = {"size_in_bytes": int(str(stats.sizeInBytes())) if stats is not None else None,
            "row_count": None, "partitions": None, "non_empty_partitions": None, "max_partition_bytes": None}
-    rows = _safe_str(lambda: stats.rowCount()) if stats is not None else ""
-    if rows.startswith("Some("):
-        out["row_count"] = int(rows[5:-1])
+    if stats is not None:
+        out["row_count"] = _row_count(stats)
     map_stats = _safe_call(lambda: stage.mapStats())
     if map_stats is not None and map_stats.isDefined():
         sizes = list(map_stats.get().bytesByPartitionId())
@@ -197,7 +196,7 @@ def plan_text(plan) -> str:
     return text if len(text) <= PLAN_TEXT_LIMIT else text[:PLAN_TEXT_LIMIT] + "\n... (truncated)"
 
 
-def join_estimates(dataframe) -> list[dict]:
+def join_estimates(dataframe, logical: bool = True) -> list[dict]:
     """sizeInBytes (and row count, when known) of each join's inputs in the optimized
     logical plan, pre-order. These are the numbers JoinSelection compares. The top join
     also carries what else JoinSelection reads (join type, hints, equi keys): the
@@ -209,7 +208,7 @@ def join_estimates(dataframe) -> list[dict]:
         node = stack.pop()
         if _kind(node) == "Join":
             entry = {"left": _stats(node.left()), "right": _stats(node.right())}
-            if not out:
+            if logical and not out:
                 entry["logical"] = _logical_join(jvm, node)
             out.append(entry)
         seq = node.children()
@@ -248,7 +247,10 @@ def _safe_call(fn):
 
 def _stats(node) -> dict:
     stats = node.stats()
-    size = int(str(stats.sizeInBytes()))
-    rows = _safe_str(lambda: stats.rowCount())
-    return {"size_in_bytes": size,
-            "row_count": int(rows[5:-1]) if rows.startswith("Some(") else None}
+    return {"size_in_bytes": int(str(stats.sizeInBytes())), "row_count": _row_count(stats)}
+
+
+def _row_count(stats) -> int | None:
+    """Statistics.rowCount: Scala's Option[BigInt], known only sometimes (CBO, run time)."""
+    rows = _unwrap_option(_safe_str(lambda: stats.rowCount()))
+    return int(rows) if rows else None

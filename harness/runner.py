@@ -246,7 +246,7 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
         return _observe_stream(session, scope, case, tables, collect_rows, timings, start)
     query = build_query(session.spark, scope, join, tables)
     if len(absolute) != len(conf):
-        estimates = plans.join_estimates(query)
+        estimates = plans.join_estimates(query, logical=False)  # sizes only: the final frame's are recorded
         for key, value in resolve_conf(conf, estimates).items():
             if key not in absolute:
                 scope.set_conf(key, value)
