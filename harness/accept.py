@@ -28,7 +28,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from . import expect
-from .datagen import atomic_write_text
+from .util import atomic_write_text
 from .diff import load_results
 from .report import top_join
 from .runner import display_path

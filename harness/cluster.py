@@ -215,7 +215,7 @@ def compare(local: dict, cluster: dict) -> dict:
 
 def main(report_dir: str = "reports", extra: list[str] | None = None, workers: int = 2) -> int:
     from . import merged
-    from .datagen import atomic_write_text
+    from .util import atomic_write_text
     from .diff import KINDS, format_diff, load_results
     from .report import installed_spark, version_dir
     extra = extra or []

@@ -17,11 +17,11 @@ import json
 import math
 import os
 import re
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from .scenario import FORBIDDEN_SQL, stable_seed
+from .scenario import stable_seed
+from .util import atomic_write_text
 
 TWO_53 = 9007199254740992
 POOL_SEPARATOR = "\u0001"
@@ -220,22 +220,6 @@ def faker_pool(provider: str, locale: str, size: int, seed: int) -> tuple:
     return tuple(values)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; reports are for everyone to read
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 # --------------------------------------------------------------------------- columns
 
 def _literal_type(values: list) -> str:
@@ -305,8 +289,6 @@ def column_expression(F, seed: int, table: str, name: str, spec: dict):
         last = F.lit(values[-1]).cast(literal_type)
         col = last if col is None else col.otherwise(last)
     elif "expr" in spec:
-        if FORBIDDEN_SQL.search(spec["expr"]):
-            raise DataGenError("reflect/java_method are not allowed")
         col = F.expr(spec["expr"])
     else:  # the schema's oneOf makes this unreachable for validated input
         raise DataGenError(f"column '{name}' has no generator")
@@ -321,8 +303,11 @@ def default_partitions(rows: int) -> int:
     return max(2, min(200, math.ceil(rows / 2_000_000)))
 
 
-def table_fingerprint(seed: int, name: str, spec: dict) -> str:
-    payload = json.dumps({"seed": seed, "name": name, "spec": spec, "faker": faker_version()}, sort_keys=True)
+def table_fingerprint(seed: int, name: str, spec: dict, data_conf: dict | None = None) -> str:
+    """Names a generated table: its spec, and the configs that shape its values (a table
+    made under one time zone or ANSI setting is never reused under another)."""
+    payload = json.dumps({"seed": seed, "name": name, "spec": spec, "faker": faker_version(),
+                          **({"conf": data_conf} if data_conf else {})}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
@@ -334,23 +319,24 @@ def forget_tables() -> None:
     _TABLES.clear()
 
 
-def build_table(spark, seed: int, name: str, spec: dict, workdir: Path):
-    """The table as a DataFrame, materialised as the spec says (lazy by default).
-    DataFrames are immutable plans, so all but `cached` ones are reused across cases
-    (a cache is dropped after each case, which would change a reused frame's estimate)."""
+def build_table(spark, seed: int, name: str, spec: dict, workdir: Path, data_conf: dict | None = None):
+    """The table as a DataFrame, materialised as the spec says (lazy by default), built
+    while the case's configs are set. DataFrames are immutable plans, so all but `cached`
+    ones are reused across cases with the same data-shaping configs (`data_conf`; a cache
+    is dropped after each case, which would change a reused frame's estimate)."""
     if spec.get("materialize") == "cached":
-        return _build_table(spark, seed, name, spec, workdir)
-    key = (id(spark), table_fingerprint(seed, name, spec))
+        return _build_table(spark, seed, name, spec, workdir, data_conf)
+    key = (id(spark), table_fingerprint(seed, name, spec, data_conf))
     if key not in _TABLES:
         if len(_TABLES) >= _TABLES_LIMIT:
             forget_tables()
-        _TABLES[key] = _build_table(spark, seed, name, spec, workdir)
+        _TABLES[key] = _build_table(spark, seed, name, spec, workdir, data_conf)
     return _TABLES[key]
 
 
-def catalog_table_name(seed: int, name: str, spec: dict) -> str:
+def catalog_table_name(seed: int, name: str, spec: dict, data_conf: dict | None = None) -> str:
     """A table in the worker's own warehouse; the fingerprint keeps scenarios apart."""
-    return f"{name}_{table_fingerprint(seed, name, spec)}".lower()
+    return f"{name}_{table_fingerprint(seed, name, spec, data_conf)}".lower()
 
 
 def _catalog_table(spark, table: str, df, analyze: str | None):
@@ -363,7 +349,7 @@ def _catalog_table(spark, table: str, df, analyze: str | None):
     return spark.table(table)
 
 
-def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path):
+def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, data_conf: dict | None = None):
     from pyspark.sql import functions as F
 
     rows = spec["rows"]
@@ -377,16 +363,22 @@ def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path):
         df = df.cache()
         df.count()
     elif mode == "parquet":
-        target = workdir / "tables" / table_fingerprint(seed, name, spec)
+        target = workdir / "tables" / table_fingerprint(seed, name, spec, data_conf)
         if not target.exists():
             staging = target.with_name(target.name + f".tmp{os.getpid()}")
             df.write.mode("overwrite").parquet(str(staging))
             os.replace(staging, target)
         df = spark.read.parquet(str(target))
     elif mode == "catalog":
-        df = _catalog_table(spark, catalog_table_name(seed, name, spec), df, spec.get("analyze"))
+        df = _catalog_table(spark, catalog_table_name(seed, name, spec, data_conf), df, spec.get("analyze"))
     elif mode == "local":
         if rows > LOCAL_ROWS_LIMIT:
             raise DataGenError(f"materialize: local holds the rows on the driver; at most {LOCAL_ROWS_LIMIT} rows")
         df = spark.createDataFrame(df.collect(), df.schema)
     return df
+
+
+def stand_in_table(spark, seed: int, name: str, spec: dict):
+    """The table's plan over zero rows: the same columns, types and expressions as the
+    real one, for checking scenario SQL against before anything runs."""
+    return _build_table(spark, seed, name, {**spec, "rows": 0, "partitions": 1, "materialize": "lazy"}, None)

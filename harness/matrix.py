@@ -147,7 +147,7 @@ def main(versions: list[str], report_dir: str = "reports", workers: str = "2", e
             f"{clock(seconds)}")
     timings = {"env_build_s": round(env_seconds, 1), "suite_s": round(sum(r["seconds"] for r in runs), 1),
                "total_s": round(time.perf_counter() - started, 1), "workers": workers, "versions": runs}
-    from .datagen import atomic_write_text
+    from .util import atomic_write_text
     Path(report_dir).mkdir(parents=True, exist_ok=True)
     atomic_write_text(Path(report_dir) / "matrix.json", json.dumps(timings, indent=1) + "\n")
     log("wall time per version: " + ", ".join(f"{r['spark']} {clock(r['seconds'])}" for r in runs))

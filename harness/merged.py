@@ -14,7 +14,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from . import diff
-from .datagen import atomic_write_text
+from .util import atomic_write_text
 from .report import top_join
 
 
@@ -29,7 +29,12 @@ def load_all(report_dir: str | Path) -> dict[str, dict]:
     """version → results.json, for every reports/<version>/results.json, oldest first."""
     found = {}
     for path in Path(report_dir).glob("*/results.json"):
-        found[path.parent.name] = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not ours, or from an incompatible release: the page shows the others
+        if isinstance(doc, dict) and isinstance(doc.get("cases"), list) and isinstance(doc.get("summary"), dict):
+            found[path.parent.name] = doc
     return {v: found[v] for v in sorted(found, key=_sort_key)}
 
 
@@ -57,7 +62,8 @@ def _detail(record: dict, folder: str) -> dict:
     observed = record["observed"]
     if record["kind"] == "agreement":
         return {"runs": [f"{r['forced']}: " + (r.get("error") or f"{r['strategy']} ({r['build_side']}) "
-                                                f"{r['rows']} rows / {r['checksum']}") for r in observed["agreement"]],
+                                                f"{r['rows']} rows / {r['checksum']}")
+                         for r in observed.get("agreement") or []],
                 "link": f"{folder}/index.html#{record['case_id']}"}
     estimate = (observed.get("estimates") or [None])[0]
     join_conf = observed.get("join_conf") or {}
@@ -131,21 +137,33 @@ def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None) -
             "strategies": sorted({s for doc in summary.values() for s in doc["by_strategy"]})}
 
 
+def script_json(data) -> str:
+    """JSON that is inert inside a <script> element whatever the scenario text holds:
+    `<`, `>` and `&` as \\u escapes, so no `</script>` or `<!--<script` can change how
+    the HTML parser reads the element, and the JavaScript line separators escaped too."""
+    text = json.dumps(data, default=str)
+    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escape)
+    return text
+
+
 def render(data: dict, title: str = "Join strategies across Spark versions") -> str:
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
     env = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
-    # Embedded as JSON in a <script> element: keep "</" from closing it.
-    payload = json.dumps(data, default=str).replace("</", "<\\/")
+    payload = script_json(data)
     return env.get_template("matrix.html.j2").render(data=data, payload=payload, title=title)
 
 
 def write_merged(report_dir: str | Path) -> Path | None:
-    results = load_all(report_dir)
-    if not results:
-        return None
-    return write_merged_from(results, Path(report_dir) / "index.html")
+    from .report import folder_lock
+    with folder_lock(Path(report_dir)):
+        results = load_all(report_dir)
+        if not results:
+            return None
+        return write_merged_from(results, Path(report_dir) / "index.html")
 
 
 def write_merged_from(results: dict[str, dict], target: Path, links: dict[str, str] | None = None,

@@ -19,6 +19,7 @@ import pytest
 from . import report
 from .report import clock
 from .scenario import ScenarioError, expand, load_scenario
+from .util import TEMP_MARK, one_line
 
 RECORD_KEY = "harness_record"
 FAILING = {"failed", "error", "timeout", "correctness"}
@@ -55,6 +56,8 @@ def pytest_configure(config):
     config._harness_ids = {}
     # One broken scenario file must not stop the others from running.
     config.option.continue_on_collection_errors = True
+    if _reporting(config) and not _report_dir_writable(config):
+        config.option.no_report = True
     if _reporting(config):
         config.pluginmanager.register(HarnessReporter(config), "join-harness-reporter")
     if config.getoption("spark_master"):
@@ -67,8 +70,28 @@ def pytest_configure(config):
     if config.getoption("observe"):
         os.environ["HARNESS_OBSERVE"] = "1"
     if _reporting(config) and getattr(config.option, "xmlpath", None) is None and _runs_scenarios(config):
-        config.option.xmlpath = str(report.version_dir(config.getoption("report_dir"), report.installed_spark()) /
-                                    "junit.xml")
+        # pytest's junitxml writes in place: it writes a temp file beside the target,
+        # which the reporter renames into place when the run ends (see pytest_unconfigure).
+        target = report.version_dir(config.getoption("report_dir"), report.installed_spark()) / "junit.xml"
+        config._harness_junit = (target.with_name(f".junit.xml{TEMP_MARK}{os.getpid()}-run.tmp"), target)
+        config.option.xmlpath = str(config._harness_junit[0])
+
+
+def _report_dir_writable(config) -> bool:
+    """An unwritable report folder is one line on the terminal, not a traceback: the run
+    goes on without reports and its exit code is the tests'."""
+    folder = Path(config.getoption("report_dir")) / report.installed_spark()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-probe{TEMP_MARK}{os.getpid()}-0.tmp"
+        probe.write_text("")
+        probe.unlink()
+        return True
+    except OSError as exc:
+        import sys
+        sys.stderr.write(one_line(f"join harness: reports are not written: cannot write to {folder} "
+                                  f"({exc.strerror or exc})") + "\n")
+        return False
 
 
 def _session_conf(config) -> dict:
@@ -101,17 +124,28 @@ def pytest_collect_file(file_path: Path, parent):
     return None
 
 
+# pytest's own marks: a folder or tag of that name would skip, xfail or break every item.
+RESERVED_MARKS = {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "tryfirst",
+                  "trylast", "agreement"}
+
+
+def marker_names(scenario) -> list[str]:
+    """The scenario's tags and its folder's name, as pytest markers (names pytest accepts)."""
+    names = [*scenario.data.get("tags", []), scenario.path.parent.name]
+    return list(dict.fromkeys(n for n in names if n.isidentifier() and not n.startswith("_")
+                              and n not in RESERVED_MARKS))
+
+
 class ScenarioFile(pytest.File):
     def collect(self):
-        scenario = load_scenario(self.path)
-        ids = self.config._harness_ids
-        owner = ids.setdefault(scenario.id, str(self.path))
-        if owner != str(self.path):
-            raise ScenarioError(self.path, scenario.line_of("id"), "id",
-                                f"duplicate id '{scenario.id}' (already used by {owner})")
-        cases = expand(scenario)
-        marks = [*scenario.data.get("tags", []), self.path.parent.name]
-        for mark in dict.fromkeys(m for m in marks if m.isidentifier()):
+        try:
+            scenario, cases = self._load()
+        except ScenarioError:
+            raise
+        except Exception as exc:  # whatever else goes wrong is this file's problem alone
+            raise ScenarioError(self.path, None, "", f"cannot be loaded ({type(exc).__name__}: {exc})") from None
+        marks = marker_names(scenario)
+        for mark in marks:
             self.config.addinivalue_line("markers", f"{mark}: scenario tag")
         from .runner import agreement_label, agreement_representatives
         for case in cases:
@@ -126,10 +160,23 @@ class ScenarioFile(pytest.File):
                 item.add_marker(mark)
             yield item
 
-    def repr_failure(self, excinfo, style=None):
+    def _load(self):
+        scenario = load_scenario(self.path)
+        ids = self.config._harness_ids
+        owner = ids.setdefault(scenario.id, str(self.path))
+        if owner != str(self.path):
+            raise ScenarioError(self.path, scenario.line_of("id"), "id",
+                                f"duplicate id '{scenario.id}' (already used by {owner})")
+        cases = expand(scenario)
+        from .session import get_session
+        from .sqlguard import check_scenario
+        check_scenario(get_session().spark, scenario)
+        return scenario, cases
+
+    def repr_failure(self, excinfo):
         if isinstance(excinfo.value, ScenarioError):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
+        return one_line(f"{self.path}: cannot be loaded ({excinfo.type.__name__}: {excinfo.value})")
 
 
 class CaseFailed(Exception):
@@ -156,7 +203,7 @@ class ScenarioItem(pytest.Item):
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, CaseFailed):
-            return f"{self.path}:{self.case.scenario.line_of('id')}: {self.name}: {excinfo.value}"
+            return one_line(f"{self.path}:{self.case.scenario.line_of('id')}: {self.name}: {excinfo.value}")
         if isinstance(excinfo.value, ScenarioError):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style)
@@ -182,6 +229,7 @@ class HarnessReporter:
         self.invalid: dict[str, str] = {}
         self.lost: dict[str, str] = {}
         self.written: list[Path] = []
+        self.failed_write = ""
         self.progress = Progress(report.installed_spark(), config)
 
     def pytest_collection_finish(self, session):
@@ -213,14 +261,27 @@ class HarnessReporter:
         if not self.records and not self.invalid:
             return
         invalid = [{"file": nodeid, "message": message} for nodeid, message in self.invalid.items()]
-        self.written = report.write_reports(self.config.getoption("report_dir"), list(self.records.values()), invalid)
-        from .merged import write_merged  # every version's results side by side
-        self.written.append(write_merged(self.config.getoption("report_dir")))
-        if getattr(self.config.option, "xmlpath", None):
-            self.written.append(Path(self.config.option.xmlpath))
+        report_dir = self.config.getoption("report_dir")
+        try:
+            self.written = report.write_reports(report_dir, list(self.records.values()), invalid)
+            from .merged import write_merged  # every version's results side by side
+            self.written.append(write_merged(report_dir))
+        except OSError as exc:
+            self.failed_write = one_line(f"join harness: reports not written to {report_dir}: {exc}")
+            return
         if self.config.getoption("accept"):
             from . import accept
-            accept.main([report.installed_spark()], self.config.getoption("report_dir"))
+            accept.main([report.installed_spark()], report_dir)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config):
+        """pytest's junitxml has written its file (at session finish): move it into place."""
+        temp, target = getattr(config, "_harness_junit", (None, None))
+        if temp is not None and temp.exists():
+            try:
+                os.replace(temp, target)
+            except OSError:
+                temp.unlink(missing_ok=True)
 
     def _add_lost_records(self):
         from .runner import agreement_id, agreement_representatives, lost_record
@@ -241,10 +302,15 @@ class HarnessReporter:
                                                  f"worker process lost: {message}")
 
     def pytest_terminal_summary(self, terminalreporter):
+        if self.failed_write:
+            terminalreporter.write_line(self.failed_write)
         if self.written:
             terminalreporter.write_sep("-", "join harness reports")
             for path in self.written:
                 terminalreporter.write_line(f"  {path}")
+            junit = getattr(self.config, "_harness_junit", (None, None))[1]
+            if junit is not None:
+                terminalreporter.write_line(f"  {junit}")
 
 
 class Progress:

@@ -3,6 +3,8 @@ index.html, both written atomically (temp file + rename)."""
 from __future__ import annotations
 
 import collections
+import contextlib
+import fcntl
 import datetime as dt
 import json
 import os
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import jsonschema
 
-from .datagen import atomic_write_text
+from .util import atomic_write_text, remove_stale_temps
 from .scenario import SCHEMA_DIR
 
 STATUS_ORDER = {"correctness": 0, "failed": 1, "error": 2, "timeout": 3, "invalid": 4,
@@ -109,10 +111,74 @@ def render_html(results: dict) -> str:
 
 
 def write_reports(report_dir: str | os.PathLike, records: list[dict], invalid: list[dict]) -> list[Path]:
-    results = build_results(records, invalid)
-    validate_results(results)
-    target = version_dir(report_dir, results["versions"]["spark"])
+    """Write this run's records into reports/<version>/ under a lock, keeping the records
+    of cases this run did not run (a partial or concurrent run never erases results)."""
+    version = records[0]["versions"]["spark"] if records else installed_spark()
+    target = version_dir(report_dir, version)
     json_path, html_path = target / "results.json", target / "index.html"
-    atomic_write_text(json_path, json.dumps(results, indent=1, default=str))
-    atomic_write_text(html_path, render_html(results))
+    with folder_lock(target):
+        remove_stale_temps(target)
+        ran_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        records = [{**r, "ran_at": r.get("ran_at") or ran_at} for r in records]
+        kept, kept_invalid = _kept_from_previous(json_path, records, invalid)
+        results = build_results(records + kept, invalid + kept_invalid)
+        validate_results(results)
+        atomic_write_text(json_path, json.dumps(results, indent=1, default=str))
+        atomic_write_text(html_path, render_html(results))
     return [json_path, html_path]
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path):
+    """An exclusive lock on a report folder, held while its files are read and replaced."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _kept_from_previous(json_path: Path, records: list[dict], invalid: list[dict]) -> tuple[list, list]:
+    """The previous results' records of cases this run did not run and whose scenario still
+    defines them; the previous invalid files this run did not touch and that still exist."""
+    try:
+        previous = json.loads(json_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [], []
+    if not isinstance(previous, dict) or previous.get("schema_version") != RESULTS_SCHEMA_VERSION:
+        return [], []
+    ran = {r["case_id"] for r in records}
+    touched = {r["file"] for r in records} | {i["file"].split("::")[0] for i in invalid}
+    defined = _CaseIndex()
+    kept = [r for r in previous.get("cases", [])
+            if isinstance(r, dict) and r.get("case_id") not in ran and defined.has(r.get("file"), r.get("case_id"))]
+    kept_invalid = [i for i in previous.get("invalid", [])
+                    if isinstance(i, dict) and i.get("file", "").split("::")[0] not in touched
+                    and Path(i.get("file", "").split("::")[0]).is_file()]
+    return kept, kept_invalid
+
+
+class _CaseIndex:
+    """Which case ids each scenario file defines now (loaded without Spark, once a file)."""
+
+    def __init__(self):
+        self.ids: dict[str, set] = {}
+
+    def has(self, file: str | None, case_id: str | None) -> bool:
+        if not file or not case_id:
+            return False
+        if file not in self.ids:
+            self.ids[file] = self._ids_of(file)
+        return case_id in self.ids[file]
+
+    @staticmethod
+    def _ids_of(file: str) -> set:
+        from .runner import agreement_id, agreement_representatives
+        from .scenario import expand, load_scenario
+        try:
+            cases = expand(load_scenario(file))
+        except Exception:
+            return set()
+        return {c.case_id for c in cases} | {agreement_id(c) for c in agreement_representatives(cases)}

@@ -12,9 +12,10 @@ import re
 import time
 from functools import reduce
 
-from . import datagen, expect, model, plans, streaming
-from .scenario import JOIN_TYPES, Case, as_hint_list, hint_name
+from . import confs, datagen, expect, model, plans, sqlguard, streaming
+from .scenario import JOIN_TYPES, Case, ScenarioError, as_hint_list, hint_name
 from .session import CaseScope, Session
+from .util import one_line, printable
 
 CHECKSUM_MOD = 1 << 64
 RESULT_ROWS_LIMIT = 1000
@@ -26,9 +27,6 @@ PREDICTED = "predicted"  # expect: {strategy: predicted}
 SQL_JOIN = {"inner": "JOIN", "cross": "CROSS JOIN", "left_outer": "LEFT OUTER JOIN",
             "right_outer": "RIGHT OUTER JOIN", "full_outer": "FULL OUTER JOIN",
             "left_semi": "LEFT SEMI JOIN", "left_anti": "LEFT ANTI JOIN"}
-# Logical plan nodes that are not queries: raw scenario SQL may not contain them.
-_NON_QUERY = re.compile(r"Command|Statement|^(Insert|Create|Drop|Alter|Delete|Update|MergeInto|Replace|Truncate|"
-                        r"Refresh|Cache|Uncache|Analyze|Load|Set|Reset|Use|Add|Show|Describe|Explain)")
 
 
 class ScenarioRuntimeError(Exception):
@@ -58,23 +56,11 @@ def sql_text(join: dict) -> str:
     return f"SELECT {hint_text}* FROM {join['left']} l {SQL_JOIN[join_type]} {join['right']} r{on_text}"
 
 
-def check_query_only(spark, text: str) -> None:
-    parsed = spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
-    stack = [parsed]
-    while stack:
-        node = stack.pop()
-        name = node.getClass().getSimpleName()
-        if _NON_QUERY.search(name):
-            raise ScenarioRuntimeError(f"join.sql must be a query; found a {name}")
-        seq = node.children()
-        stack.extend(seq.apply(i) for i in range(seq.size()))
-
-
 def build_query(spark, scope: CaseScope, join: dict, tables: dict):
     from pyspark.sql import functions as F
 
     if "sql" in join:
-        check_query_only(spark, join["sql"])
+        sqlguard.check_query_text(spark, join["sql"], set(tables))  # again, before Spark sees it
         for name, df in tables.items():
             scope.register_view(name, df)
         return spark.sql(join["sql"])
@@ -157,7 +143,7 @@ def describe_error(exc: BaseException) -> dict:
     match = re.match(r"^([\w.$]+(?:Exception|Error)):\s*(.*)$", line)
     if match:
         java_class, line = java_class or match.group(1), match.group(2)
-    return {"class": cls, "java_class": java_class, "message": _cap(line + cause)}
+    return {"class": cls, "java_class": java_class, "message": _cap(one_line(line + cause))}
 
 
 def _cap(line: str) -> str:
@@ -166,12 +152,14 @@ def _cap(line: str) -> str:
 
 # --------------------------------------------------------------------------- run
 
-def _build_tables(session: Session, scope: CaseScope, case: Case, names) -> dict:
+def _build_tables(session: Session, scope: CaseScope, case: Case, names, conf: dict) -> dict:
     tables = {}
     spec = case.scenario.data["tables"]
+    data_conf = confs.data_conf(conf)
     for name in names:
         table = spec[name]
-        tables[name] = datagen.build_table(session.spark, case.scenario.seed, name, table, session.workdir)
+        tables[name] = datagen.build_table(session.spark, case.scenario.seed, name, table, session.workdir,
+                                           data_conf)
         if table.get("materialize") == "cached":
             scope.cached = True
     return tables
@@ -196,10 +184,11 @@ def resolve_conf(conf: dict, estimates: list[dict]) -> dict:
     return resolved
 
 
-def _catalog_names(case: Case) -> dict | None:
+def _catalog_names(case: Case, conf: dict) -> dict | None:
     """Catalog table → scenario table name, for scenarios with catalog tables."""
     spec = case.scenario.data["tables"]
-    names = {datagen.catalog_table_name(case.scenario.seed, name, table): name
+    data_conf = confs.data_conf(conf)
+    names = {datagen.catalog_table_name(case.scenario.seed, name, table, data_conf): name
              for name, table in spec.items() if table.get("materialize") == "catalog"}
     return names or None
 
@@ -228,7 +217,7 @@ def _add_plan_texts(record: dict, plan_objects: dict) -> None:
         return
     for which, plan in plan_objects.items():
         if record["observed"].get(which):
-            record["observed"][which]["text"] = plans.plan_text(plan)
+            record["observed"][which]["text"] = printable(plans.plan_text(plan))
 
 
 def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: dict,
@@ -236,10 +225,14 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
     """Build, plan and optionally run the query; everything Spark showed, as data."""
     timings = {}
     start = time.perf_counter()
-    tables = _build_tables(session, scope, case, _tables_used(case))
+    try:
+        sqlguard.check_scenario(session.spark, case.scenario)  # done at collection: cached
+    except ScenarioError as exc:
+        raise ScenarioRuntimeError(str(exc)) from None
     absolute = {k: v for k, v in conf.items() if not isinstance(v, dict)}
-    for key, value in absolute.items():
+    for key, value in absolute.items():  # before the tables: time zone and ANSI shape their data
         scope.set_conf(key, value)
+    tables = _build_tables(session, scope, case, _tables_used(case), absolute)
     if stream:
         if len(absolute) != len(conf):
             raise ScenarioRuntimeError("a streaming scenario cannot size configs by estimates")
@@ -257,7 +250,7 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
     frame = checksum_frame(query)
     plan = plans.current_plan(frame)
     plan_objects: dict = {}
-    table_names = _catalog_names(case)
+    table_names = _catalog_names(case, absolute)
     observed = {
         "adaptive": plans.is_adaptive(plan),
         "initial": _plan_summary(plan, case, table_names, plan_objects, "initial"),
@@ -416,7 +409,7 @@ def make_record(case: Case, session: Session, expected: dict, observed: dict, to
         "params": case.params,
         "description": case.scenario.data["description"],
         "status": status,
-        "message": "; ".join(problems),
+        "message": one_line("; ".join(problems)),
         "expected": expected,
         "observed": observed,
         "timings": {"total_s": round(total_s, 4), **{k: round(v, 4) for k, v in observed.get("timings", {}).items()}},
@@ -435,11 +428,14 @@ def lost_record(case: Case, item_id: str, versions: dict, master: str | None, me
     """The record of an item whose worker process died under it (built by the controller)."""
     from types import SimpleNamespace
     stand_in = SimpleNamespace(versions=versions, master=master, abandoned=None)
+    message = one_line(message)
+    if item_id != case.case_id:
+        record = _agreement_record(case, stand_in, "error", message, [], [], time.perf_counter())
+        return {**record, "case_id": item_id}
     observed = {**_empty_observation(), "warnings": [],
                 "error": {"class": "WorkerLost", "java_class": "", "message": message}}
     record = make_record(case, stand_in, expect.resolve(case, versions["spark"]), observed, 0.0)
-    kind = "case" if item_id == case.case_id else "agreement"
-    return {**record, "kind": kind, "case_id": item_id, "status": "error", "message": message}
+    return {**record, "status": "error", "message": message}
 
 
 # --------------------------------------------------------------------------- agreement

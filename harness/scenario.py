@@ -14,6 +14,7 @@ import difflib
 import hashlib
 import itertools
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,9 @@ from typing import Any
 
 import jsonschema
 import yaml
+
+from . import confs
+from .util import one_line, printable
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 MAX_FILE_BYTES = 1 << 20
@@ -72,28 +76,37 @@ CONF_LABELS = {
     "spark.sql.adaptive.skewJoin.enabled": "skew",
 }
 
-# Configs a scenario may not touch: they would let a file read the machine's files or
-# escape the harness' control of the session.
-FORBIDDEN_CONFS = {"spark.sql.runSQLOnFiles", "spark.sql.warehouse.dir", "spark.sql.catalogImplementation"}
-# SQL functions that call arbitrary JVM methods.
-FORBIDDEN_SQL = re.compile(r"\b(reflect|java_method|try_reflect)\s*\(", re.IGNORECASE)
+MAX_NESTING = 40  # levels of YAML nesting; the format needs fewer than ten
 
 
 class ScenarioError(Exception):
     """One-line, user-facing problem with a scenario file."""
 
     def __init__(self, path: str | Path, line: int | None, field_path: str, message: str):
-        self.path, self.line, self.field_path, self.message = str(path), line, field_path, message
+        self.path, self.line, self.field_path, self.message = str(path), line, field_path, one_line(message)
         where = f"{self.path}:{line}" if line else self.path
-        super().__init__(f"{where}: {field_path or '(file)'}: {message}")
+        super().__init__(one_line(f"{where}: {field_path or '(file)'}: {self.message}"))
 
 
 # --------------------------------------------------------------------------- YAML
 
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses anchors/aliases (exponential blow-up) and duplicate keys."""
+    """SafeLoader that refuses anchors/aliases (exponential blow-up), duplicate keys and
+    nesting deeper than MAX_NESTING (the composer recurses per level)."""
+
+    _depth = 0
 
     def compose_node(self, parent, index):
+        if self._depth >= MAX_NESTING:
+            raise yaml.MarkedYAMLError("while composing", None,
+                                       f"nesting deeper than {MAX_NESTING} levels", self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            return self._compose_checked(parent, index)
+        finally:
+            self._depth -= 1
+
+    def _compose_checked(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise yaml.MarkedYAMLError("while composing", None,
@@ -122,9 +135,25 @@ def _node_to_data(node, path: tuple, lines: dict, source: str):
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_node_to_data(item, path + (i,), lines, source) for i, item in enumerate(node.value)]
-    value = _StrictLoader.construct_object(_loader_for_scalars, node)
+    try:
+        value = _StrictLoader.construct_object(_loader_for_scalars, node)
+    except (ValueError, OverflowError, TypeError, yaml.YAMLError) as exc:
+        # e.g. an impossible date 2024-02-30, `!!float abc`, an integer of 5,000 digits
+        raise ScenarioError(source, node.start_mark.line + 1, _dotted(path),
+                            f"cannot read the value {_excerpt(node.value)}: {_first_line(exc)}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ScenarioError(source, node.start_mark.line + 1, _dotted(path), f"{node.value} is not a finite number")
     # YAML turns 2024-01-01 into a date; scenarios want the text they wrote.
     return value.isoformat() if isinstance(value, (datetime.date, datetime.datetime)) else value
+
+
+def _excerpt(text, limit: int = 40) -> str:
+    text = printable(str(text))
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _first_line(exc: BaseException) -> str:
+    return printable((str(exc).strip().splitlines() or [type(exc).__name__])[0])[:200]
 
 
 # YAML 1.2 booleans only: in YAML 1.1 `on`, `off`, `yes`, `no` are booleans, which would
@@ -153,11 +182,23 @@ def _line_for(lines: dict, path: tuple) -> int | None:
     return lines.get(path)
 
 
-def load_yaml(path: Path) -> tuple[Any, dict]:
+def _read_text(path: Path) -> str:
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise ScenarioError(path, None, "", f"file is {size} bytes; the limit is {MAX_FILE_BYTES}")
-    text = path.read_text(encoding="utf-8", errors="replace")
+    raw = path.read_bytes()
+    if b"\0" in raw:
+        line = raw[:raw.index(b"\0")].count(b"\n") + 1
+        raise ScenarioError(path, line, "", "not a text file (NUL byte)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ScenarioError(path, line, "", f"not UTF-8 text (byte 0x{raw[exc.start]:02x})") from None
+
+
+def load_yaml(path: Path) -> tuple[Any, dict]:
+    text = _read_text(path)
     try:
         loader = _StrictLoader(text)
         try:
@@ -166,18 +207,17 @@ def load_yaml(path: Path) -> tuple[Any, dict]:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        problem = (exc.problem or exc.context or "invalid YAML").strip()
+        problem = printable((exc.problem or exc.context or "invalid YAML").strip())
         raise ScenarioError(path, mark.line + 1 if mark else None, "", f"YAML syntax: {problem}") from None
+    except yaml.reader.ReaderError as exc:
+        line = text[:exc.position].count("\n") + 1
+        raise ScenarioError(path, line, "", f"YAML: character {exc.character!r} is not allowed") from None
     except yaml.YAMLError as exc:
-        raise ScenarioError(path, None, "", f"YAML syntax: {str(exc).splitlines()[0]}") from None
+        raise ScenarioError(path, None, "", f"YAML syntax: {_first_line(exc)}") from None
     if node is None:
         raise ScenarioError(path, 1, "", "file is empty")
     lines: dict = {}
-    try:
-        data = _node_to_data(node, (), lines, str(path))
-    except yaml.YAMLError as exc:
-        raise ScenarioError(path, None, "", f"YAML value: {str(exc).splitlines()[0]}") from None
-    return data, lines
+    return _node_to_data(node, (), lines, str(path)), lines
 
 
 # --------------------------------------------------------------------------- schema
@@ -303,6 +343,13 @@ def _check_semantics(path: Path, data: dict, lines: dict) -> None:
                     and uniform["min"] > uniform["max"]:
                 raise ScenarioError(path, _line_for(lines, where + ("uniform",)), _dotted(where + ("uniform",)),
                                     "min is greater than max")
+            if uniform and column.get("type", "long") not in ("date", "timestamp"):
+                for bound in ("min", "max"):
+                    if not isinstance(uniform[bound], (int, float)) or isinstance(uniform[bound], bool):
+                        raise ScenarioError(path, _line_for(lines, where + ("uniform", bound)),
+                                            _dotted(where + ("uniform", bound)),
+                                            f"a {column.get('type', 'long')} bound must be a number, "
+                                            f"not {_excerpt(uniform[bound])}")
             if uniform and column.get("type", "long") in ("date", "timestamp"):
                 for bound in ("min", "max"):
                     if not isinstance(uniform[bound], str):
@@ -334,16 +381,7 @@ def _check_semantics(path: Path, data: dict, lines: dict) -> None:
     for axis in ("left_hints", "right_hints"):
         for i, value in enumerate(data.get("matrix", {}).get(axis, [])):
             _check_hints(path, lines, ("matrix", axis, i), value)
-    for where, text in _sql_texts(data):
-        if FORBIDDEN_SQL.search(text):
-            raise ScenarioError(path, _line_for(lines, where), _dotted(where),
-                                "reflect/java_method are not allowed in scenario SQL")
-    confs = dict(data.get("spark_conf", {}))
-    confs.update(data.get("matrix", {}).get("conf", {}))
-    for key in confs:
-        if key in FORBIDDEN_CONFS:
-            where = ("spark_conf", key) if key in data.get("spark_conf", {}) else ("matrix", "conf", key)
-            raise ScenarioError(path, _line_for(lines, where), _dotted(where), f"'{key}' may not be set by a scenario")
+    _check_confs(path, data, lines)
     specs = [(("expect", "spark"), data["expect"].get("spark"))]
     specs += [(("expect", "overrides", i, "when", "spark"), o["when"].get("spark"))
               for i, o in enumerate(data["expect"].get("overrides", []))]
@@ -357,7 +395,20 @@ def _check_semantics(path: Path, data: dict, lines: dict) -> None:
                                     f"'{spec}' is not a PEP 440 version specifier (e.g. '>=3.5')") from None
 
 
-def _sql_texts(data: dict):
+def _check_confs(path: Path, data: dict, lines: dict) -> None:
+    """Only allow-listed runtime configs, each with a value of its type."""
+    settings = [(("spark_conf", key), key, value) for key, value in data.get("spark_conf", {}).items()]
+    for key, values in data.get("matrix", {}).get("conf", {}).items():
+        settings += [(("matrix", "conf", key, i), key, value) for i, value in enumerate(values)]
+    for where, key, value in settings:
+        try:
+            confs.check(key, value)
+        except confs.ConfError as exc:
+            raise ScenarioError(path, _line_for(lines, where), _dotted(where), str(exc)) from None
+
+
+def sql_texts(data: dict):
+    """(field path, text) of every piece of Spark SQL in a scenario."""
     join = data["join"]
     for key in ("sql", "condition"):
         if key in join:
@@ -454,10 +505,11 @@ def expand(scenario: Scenario) -> list[Case]:
             axes.extend((f"conf:{key}", vals) for key, vals in values.items())
         else:
             axes.append((axis, values))
-    combos = list(itertools.product(*(values for _, values in axes))) if axes else [()]
-    if len(combos) > MAX_CASES_PER_SCENARIO:
+    count = math.prod(len(values) for _, values in axes)
+    if count > MAX_CASES_PER_SCENARIO:  # counted before anything is expanded
         raise ScenarioError(scenario.path, scenario.line_of("matrix"), "matrix",
-                            f"expands to {len(combos)} cases; the limit is {MAX_CASES_PER_SCENARIO}")
+                            f"expands to {count:,} cases; the limit is {MAX_CASES_PER_SCENARIO}")
+    combos = itertools.product(*(values for _, values in axes)) if axes else [()]
     cases, seen = [], set()
     for combo in combos:
         params: dict = {}

@@ -20,6 +20,8 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
+from .util import printable
+
 HINT_LOGGERS = ("org.apache.spark.sql.catalyst.analysis.HintErrorLogger",
                 "org.apache.spark.sql.catalyst.analysis.ResolveHints")
 
@@ -53,6 +55,7 @@ log4j.appender.hints.layout.ConversionPattern=%m%n
 
 
 PLAN_STRING_LIMIT = 20_000
+NOTHING_MATCHES = "(?!)"  # a regular expression no method name matches
 STOP_GRACE_S = float(os.environ.get("HARNESS_STOP_GRACE_S", "20"))
 EXIT_GRACE_S = float(os.environ.get("HARNESS_EXIT_GRACE_S", "40"))
 
@@ -117,6 +120,11 @@ class Session:
                    .config("spark.sql.warehouse.dir", str(self.workdir / "warehouse"))
                    .config("spark.sql.session.timeZone", "UTC")
                    .config("spark.sql.runSQLOnFiles", "false")
+                   # Spark's own locks on scenario SQL, where the version has them (4.3+:
+                   # reflection refused outright, no TRANSFORM ... USING); older versions
+                   # ignore the keys. harness.sqlguard refuses the same on every version.
+                   .config("spark.sql.restrictedMode.enabled", "true")
+                   .config("spark.sql.reflect.allowList", NOTHING_MATCHES)
                    # Faker pools are plan literals: building full plan strings costs
                    # tens of ms per case; reports keep at most this much anyway.
                    .config("spark.sql.maxPlanStringLength", str(PLAN_STRING_LIMIT)))
@@ -138,6 +146,8 @@ class Session:
         self._defaults: dict[str, str | None] = {}
         self.abandoned: str | None = None
         self.stopped = threading.Event()
+        self._baseline_confs = self._all_confs_text()
+        self._baseline = {row[0]: row[1] for row in self.spark.sql("SET").collect()}
 
     @property
     def cluster_shape(self) -> dict:
@@ -169,16 +179,51 @@ class Session:
         finally:
             self.stopped.set()
 
+    def alive(self) -> bool:
+        """The JVM answers and the SparkContext runs (a case may have killed either)."""
+        try:
+            return not self.spark.sparkContext._jsc.sc().isStopped()
+        except Exception:
+            return False
+
     # ---------------------------------------------------------------- configs
+
+    def _all_confs_text(self) -> str:
+        # Scala's immutable HashMap prints in an order fixed by its keys, so equal
+        # settings give equal text: one Py4J call per case to see that nothing leaked.
+        return str(self._sql_conf.getAllConfs().toString())
+
+    def ensure_baseline_confs(self) -> bool:
+        """After a case: every session config as it was when the session started. A leak
+        (a key the restore could not unset, anything set behind the harness' back) is
+        undone; False when it cannot be, and the session must be replaced."""
+        if self._all_confs_text() == self._baseline_confs:
+            return True
+        try:
+            baseline = self._baseline
+            current = {row[0]: row[1] for row in self.spark.sql("SET").collect()}
+            for key in current.keys() - baseline.keys():
+                self.spark.conf.unset(key)
+            for key, value in baseline.items():
+                if current.get(key) != value:
+                    self.spark.conf.set(key, value)
+        except Exception:
+            return False
+        return self._all_confs_text() == self._baseline_confs
+
 
     def _snapshot(self, key: str):
         return self._sql_conf.getConfString(key) if self._sql_conf.contains(key) else None
 
-    def _restore(self, key: str, previous) -> None:
-        if previous is None:
-            self.spark.conf.unset(key)
-        else:
-            self.spark.conf.set(key, previous)
+    def _restore(self, key: str, previous) -> bool:
+        try:
+            if previous is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, previous)
+            return True
+        except Exception:
+            return False
 
     def default_conf_value(self, key: str) -> str | None:
         """A config's value outside any case (cases restore what they set), cached."""
@@ -286,7 +331,7 @@ class CaseScope:
         """Hint warnings logged since the case began, deduplicated, in order."""
         with open(self.session.hint_log, "r", encoding="utf-8", errors="replace") as handle:
             handle.seek(self._log_offset)
-            lines = [line.strip() for line in handle.read().splitlines() if line.strip()]
+            lines = [printable(line.strip()) for line in handle.read().splitlines() if line.strip()]
         return list(dict.fromkeys(lines))
 
     def close(self) -> None:
@@ -300,11 +345,19 @@ class CaseScope:
                 self.spark.catalog.dropTempView(name)
             except Exception:
                 pass
-        if self.cached:
-            self.spark.catalog.clearCache()
-        for key, previous in reversed(list(self.saved.items())):
-            self.session._restore(key, previous)
-        self.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        try:
+            if self.cached:
+                self.spark.catalog.clearCache()
+            # Every key is restored even when one fails; then the whole session is
+            # compared with its starting configs, and replaced if it cannot be mended.
+            for key, previous in reversed(list(self.saved.items())):
+                self.session._restore(key, previous)
+            clean = self.session.ensure_baseline_confs()
+            self.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        except Exception:
+            clean = False
+        if not clean:
+            self.session.abandon("the session's configs could not be restored after a case")
 
 
 _SESSION: Session | None = None
@@ -316,11 +369,33 @@ def get_session(master: str | None = None) -> Session:
     with _SESSION_LOCK:
         if _SESSION is not None and _SESSION.abandoned:
             _SESSION.stopped.wait(120)  # the watchdog may still be stopping it
+        if _SESSION is not None and not _SESSION.abandoned and not _SESSION.alive():
+            _SESSION.abandoned = "its JVM or SparkContext died"
+            forget_jvm()
         if _SESSION is None or _SESSION.abandoned:
             from .datagen import forget_tables
             forget_tables()
             _SESSION = Session(master or os.environ.get("HARNESS_SPARK_MASTER", "local[2]"), extra_conf())
         return _SESSION
+
+
+def forget_jvm() -> None:
+    """Drop PySpark's handles on a JVM that is gone, so the next session launches a new one
+    (PySpark keeps the gateway and the active context in class attributes)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    gateway = SparkContext._gateway
+    try:
+        if gateway is not None:
+            gateway.shutdown()
+    except Exception:
+        pass
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
 
 
 def extra_conf() -> dict:

@@ -1,0 +1,69 @@
+"""Small helpers shared by every stage: safe text for terminals and pages, atomic files."""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+# C0/C1 control characters (ESC sequences could rewrite a terminal), DEL, and the
+# Unicode line/paragraph separators that JavaScript treats as line ends; tab and
+# newline are kept.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable(text: str) -> str:
+    """`text` with control characters written as escapes (\\x1b, \\u2028)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", str(text))
+
+
+def one_line(text: str) -> str:
+    """Printable and on one line: newlines and tabs become spaces."""
+    return printable(re.sub(r"[\r\n\t]+", " ", str(text)))
+
+
+TEMP_MARK = ".tmp-"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write the whole file or nothing: a temp file beside it, then a rename. A failure
+    leaves no temp file; a kill leaves one that `remove_stale_temps` clears."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{TEMP_MARK}{os.getpid()}-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; reports are for everyone to read
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def remove_stale_temps(folder: Path) -> int:
+    """Delete temp files that an atomic write of a process that no longer runs left behind."""
+    removed = 0
+    for tmp in Path(folder).glob(f".*{TEMP_MARK}*.tmp"):
+        match = re.search(re.escape(TEMP_MARK) + r"(\d+)-", tmp.name)
+        if match and not _pid_alive(int(match.group(1))):
+            try:
+                tmp.unlink()
+                removed += 1
+            except OSError:
+                pass
+    return removed
