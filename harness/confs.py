@@ -126,7 +126,7 @@ def check(key: str, value) -> None:
     """Raise ConfError unless a scenario may set `key` to `value`."""
     kind = ALLOWED.get(key)
     if kind is None:
-        close = difflib.get_close_matches(key, list(ALLOWED), n=1)
+        close = difflib.get_close_matches(key, list(ALLOWED), n=1, cutoff=0.85)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         raise ConfError(f"'{key}' is not a config a scenario may set{hint}; "
                         "see README 'Security model' for the allowed ones")

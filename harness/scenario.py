@@ -120,7 +120,7 @@ class _StrictLoader(yaml.SafeLoader):
 
 def _node_to_data(node, path: tuple, lines: dict, source: str):
     """Convert a composed node to plain data, recording each path's 1-based line."""
-    lines[path] = node.start_mark.line + 1
+    lines.setdefault(path, node.start_mark.line + 1)  # a key's own line, where it has one
     if isinstance(node, yaml.MappingNode):
         out = {}
         for key_node, value_node in node.value:

@@ -186,6 +186,13 @@ class Session:
         except Exception:
             return False
 
+    def jvm_reachable(self) -> bool:
+        try:
+            self.spark.sparkContext._jvm.java.lang.System.nanoTime()
+            return True
+        except Exception:
+            return False
+
     # ---------------------------------------------------------------- configs
 
     def _all_confs_text(self) -> str:
@@ -371,6 +378,7 @@ def get_session(master: str | None = None) -> Session:
             _SESSION.stopped.wait(120)  # the watchdog may still be stopping it
         if _SESSION is not None and not _SESSION.abandoned and not _SESSION.alive():
             _SESSION.abandoned = "its JVM or SparkContext died"
+        if _SESSION is not None and _SESSION.abandoned and not _SESSION.jvm_reachable():
             forget_jvm()
         if _SESSION is None or _SESSION.abandoned:
             from .datagen import forget_tables

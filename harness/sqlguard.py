@@ -276,7 +276,8 @@ def _stand_ins(spark, scenario) -> dict:
     for name, spec in scenario.data["tables"].items():
         try:
             frame = datagen.stand_in_table(spark, scenario.seed, name, spec)
-        except Exception:
+        except Exception as exc:
+            _refused_by_spark(exc, _table_field(scenario.data, name))
             continue  # the case reports why the table cannot be built
         if "filter" in spec or any("expr" in column for column in spec["columns"].values()):
             try:
@@ -286,6 +287,19 @@ def _stand_ins(spark, scenario) -> dict:
         frames[name] = spark.range(0).selectExpr(*[f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`"
                                                    for f in frame.schema.fields])
     return frames
+
+
+# Error conditions of Spark's own locks (restricted mode, reflection allow-list: 4.3+).
+SPARK_REFUSALS = re.compile(r"SQL_RESTRICTED_MODE|METHOD_NOT_ALLOWED")
+
+
+def _refused_by_spark(exc: BaseException, where: tuple) -> None:
+    """Analysis failed: a refusal when it was Spark's own lock that said no."""
+    text = str(exc)
+    if SPARK_REFUSALS.search(text):
+        condition = SPARK_REFUSALS.search(text).group()
+        raise SqlRefused(where, f"reflection or a script transform is not allowed (Spark's restricted mode "
+                                f"refused it: {condition})") from None
 
 
 def _table_field(data: dict, name: str) -> tuple:
@@ -306,7 +320,8 @@ def _check_condition(data: dict, stand_ins: dict) -> None:
     try:
         frame = stand_ins[join["left"]].alias("l").join(stand_ins[join["right"]].alias("r"),
                                                          F.expr(join["condition"]))
-    except Exception:
+    except Exception as exc:
+        _refused_by_spark(exc, ("join", "condition"))
         return  # does not analyse: the case reports Spark's error
     try:
         check_analysed(frame, set(data["tables"]))
@@ -325,7 +340,8 @@ def _check_join_sql(spark, data: dict, stand_ins: dict, tables: set[str]) -> Non
             names.append(name)
         try:
             frame = spark.sql(text)  # a query: the parse-level check refused anything else
-        except Exception:
+        except Exception as exc:
+            _refused_by_spark(exc, ("join", "sql"))
             return
         try:
             check_analysed(frame, tables)
