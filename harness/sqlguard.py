@@ -44,7 +44,7 @@ UnresolvedSubqueryColumnAliases UnresolvedHaving
 UNRESOLVED_EXPRESSIONS = frozenset("""
 UnresolvedFunction UnresolvedAttribute UnresolvedStar UnresolvedStarExcept UnresolvedAlias UnresolvedExtractValue
 UnresolvedRegex UnresolvedOrdinal UnresolvedNamedLambdaVariable UnresolvedGenerator UnresolvedWindowExpression
-UnresolvedOuterReference UnresolvedSeed MultiAlias ExpressionWithUnresolvedIdentifier GetColumnByOrdinal
+UnresolvedOuterReference UnresolvedSeed MultiAlias GetColumnByOrdinal
 UnresolvedFieldName UnresolvedFieldPosition
 """.split())
 REFLECTION = frozenset({"reflect", "java_method", "try_reflect"})
@@ -171,6 +171,9 @@ class Guard:
             return
         if simple in UNRESOLVED_OPERATORS or simple in UNRESOLVED_EXPRESSIONS:
             return
+        if simple in ("ExpressionWithUnresolvedIdentifier", "PlanWithUnresolvedIdentifier"):
+            # a name computed at analysis (IDENTIFIER('reflect')(...)): write the name itself
+            raise SqlRefused("the IDENTIFIER() clause is not allowed in scenario SQL; write the name itself")
         raise SqlRefused(f"{simple} is not allowed in scenario SQL")
 
 
@@ -200,7 +203,36 @@ def parsed_expression(spark, text: str):
 
 def check_query_text(spark, text: str, tables: set[str]) -> None:
     """Parse-level check of a query (before Spark analyses, let alone runs, it)."""
-    Guard(tables, allow_relations=True).check_tree(_tree(parsed_query(spark, text)), analysed=False)
+    plan = parsed_query(spark, text)
+    tree = _tree(plan)
+    hidden = [] if _cte_bodies_serialised(tree) else _cte_bodies(plan)
+    guard = Guard(tables | {name.lower() for name, _ in hidden}, allow_relations=True)
+    guard.check_tree(tree, analysed=False)
+    for _, body in hidden:
+        guard.check_tree(_tree(body), analysed=False)
+
+
+def _cte_bodies_serialised(tree) -> bool:
+    """Spark 3.0/3.1 write a `With` node's CTE definitions (a Seq of tuples) as null."""
+    return all(isinstance(node.get("cteRelations"), list) for node in _nodes(tree)
+               if node["class"].rsplit(".", 1)[-1] in ("With", "UnresolvedWith"))
+
+
+def _cte_bodies(plan) -> list:
+    """(name, plan) of every CTE definition, read through Py4J: plan nodes, their
+    subquery plans and CTE definitions, recursively (parsed plans are small)."""
+    bodies, stack = [], [plan]
+    while stack:
+        node = stack.pop()
+        if node.getClass().getSimpleName() in ("With", "UnresolvedWith"):
+            relations = node.cteRelations()
+            for i in range(relations.size()):
+                relation = relations.apply(i)
+                bodies.append((str(relation._1()), relation._2()))
+                stack.append(relation._2())
+        for seq in (node.children(), node.subqueries()):
+            stack.extend(seq.apply(i) for i in range(seq.size()))
+    return bodies
 
 
 def check_expression_text(spark, text: str) -> None:
