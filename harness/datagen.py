@@ -255,7 +255,7 @@ def warm_faker_pools(scenarios) -> int:
     return built
 
 
-def column_expression(F, seed: int, table: str, name: str, spec: dict):
+def column_expression(F, seed: int, table: str, name: str, spec: dict, stand_in: bool = False):
     """The Spark Column for one generated column (F is pyspark.sql.functions)."""
     column_seed = stable_seed(seed, table, name)
     type_name = spec.get("type")
@@ -271,6 +271,8 @@ def column_expression(F, seed: int, table: str, name: str, spec: dict):
     elif "key" in spec:
         col = F.expr(_typed_from_long(_key_expr(spec["key"], column_seed), type_name or "long"))
         type_name = None
+    elif "faker" in spec and stand_in:  # the type without building the pool
+        col = F.lit(None).cast("string")
     elif "faker" in spec:
         pool = faker_pool(*faker_pool_args(seed, table, name, spec))
         col = F.element_at(F.split(F.lit(POOL_SEPARATOR.join(pool)), POOL_SEPARATOR),
@@ -354,7 +356,8 @@ def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, 
 
     rows = spec["rows"]
     partitions = spec.get("partitions", default_partitions(rows))
-    columns = [column_expression(F, seed, name, col, col_spec) for col, col_spec in spec["columns"].items()]
+    stand_in = workdir is None
+    columns = [column_expression(F, seed, name, col, col_spec, stand_in) for col, col_spec in spec["columns"].items()]
     df = spark.range(0, rows, 1, partitions).select(*columns)
     if "filter" in spec:
         df = df.where(F.expr(spec["filter"]))
@@ -380,5 +383,6 @@ def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, 
 
 def stand_in_table(spark, seed: int, name: str, spec: dict):
     """The table's plan over zero rows: the same columns, types and expressions as the
-    real one, for checking scenario SQL against before anything runs."""
+    real one (Faker columns as typed NULLs: no pool is built), for checking scenario SQL
+    against before anything runs."""
     return _build_table(spark, seed, name, {**spec, "rows": 0, "partitions": 1, "materialize": "lazy"}, None)
