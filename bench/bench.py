@@ -6,7 +6,7 @@ plan-only cases per second after warm-up, and the median time of a case that exe
 """
 from __future__ import annotations
 
-import os
+import dataclasses
 import statistics
 import sys
 import tempfile
@@ -17,7 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import datagen  # noqa: E402
-from harness.runner import checksum_frame, run_case  # noqa: E402
+from harness.query import checksum_frame  # noqa: E402
+from harness.runner import run_case  # noqa: E402
 from harness.scenario import expand, load_scenario  # noqa: E402
 from harness.session import get_session  # noqa: E402
 
@@ -85,8 +86,9 @@ def main() -> None:
         cases = expand(load_scenario(plan_path))
         for case in cases[:4]:
             run_case(case, session)  # warm-up
+        everything = session.options
         for policy in ("all", "failed"):
-            os.environ["HARNESS_PLAN_TEXT"] = policy
+            session.options = dataclasses.replace(everything, plan_text=policy)
             t = time.perf_counter()
             rounds = 3
             for _ in range(rounds):
@@ -95,12 +97,12 @@ def main() -> None:
             elapsed = time.perf_counter() - t
             n = rounds * len(cases)
             print(f"plan-only cases, plan text for {policy} cases: {n} in {elapsed:.2f} s = {n / elapsed:.1f} cases/s")
-        os.environ.pop("HARNESS_PLAN_TEXT")
+        session.options = everything
 
         exec_path = Path(tmp) / "exec.yaml"
         exec_path.write_text(textwrap.dedent(SCENARIO.format(mode="exec", strategy="BroadcastHashJoin")
                                              .replace("expect:\n", "expect:\n  plan: final\n")))
-        durations = [run_case(case, session)["timings"]["total_s"] for case in expand(load_scenario(exec_path))]
+        durations = [run_case(case, session).timings["total_s"] for case in expand(load_scenario(exec_path))]
         print(f"executed 200k x 2k join cases: median {statistics.median(durations):.2f} s "
               f"(min {min(durations):.2f}, max {max(durations):.2f}, n={len(durations)})")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness import matrix  # noqa: E402
-from harness.report import clock  # noqa: E402
+from harness.util import clock  # noqa: E402
 
 TARGET_S = 20 * 60  # the target for 8 versions on this 2-core machine
 

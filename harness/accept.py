@@ -25,17 +25,16 @@ import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.version import Version
 
 from . import expect
-from .util import atomic_write_text
+from .util import ROOT, atomic_write_text, display_path
 from .diff import load_results
 from .report import top_join
-from .runner import display_path
+from .records import Observation
 from .scenario import Case, ScenarioError, expand, load_scenario
+from .vocab import version_sort_key
 
 ACCEPTED_KEYS = ("strategy", "build_side", "rows", "checksum")
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -156,7 +155,7 @@ def plan_edits(plan: FilePlan) -> tuple[dict, list[tuple[dict, dict]]]:
     anchored = "spark" in plan.expect_block or bool(plan.expect_block.get("overrides"))
     groups: dict[tuple, tuple[dict, list[str]]] = {}   # (spec, values) → (values, case ids)
     for case_id, by_version in wanted.items():
-        ran = sorted(plan.observed[case_id], key=Version)
+        ran = sorted(plan.observed[case_id], key=version_sort_key)
         rest = {v: {k: x for k, x in keys.items() if k not in base} for v, keys in by_version.items()}
         for run, values in _runs(ran, {v: keys for v, keys in rest.items() if keys}):
             spec = version_spec(run, ran, anchored)
@@ -309,7 +308,7 @@ def remaining_problems(path: Path, plan: FilePlan) -> list[str]:
             resolved = expect.resolve(cases[case_id], version)
             if not expect.has_assertions(resolved):
                 continue
-            for problem in expect.compare(resolved, record["observed"]):
+            for problem in expect.compare(resolved, Observation.from_json(record["observed"])):
                 problems.append(f"{case_id} on {version}: {problem}")
     return problems
 
@@ -340,7 +339,7 @@ def accept_file(plan: FilePlan, write: bool) -> tuple[str, list[str]]:
 
 def main(versions: list[str], report_dir: str = "reports", keyword: str | None = None, write: bool = True) -> int:
     if not versions:
-        versions = sorted((p.parent.name for p in Path(report_dir).glob("*/results.json")), key=_version_key)
+        versions = sorted((p.parent.name for p in Path(report_dir).glob("*/results.json")), key=version_sort_key)
     if not versions:
         print(f"accept: no results under {report_dir}/ (run the suite first)")
         return 2
@@ -359,10 +358,3 @@ def main(versions: list[str], report_dir: str = "reports", keyword: str | None =
         for line in left:
             print(f"  {line}")
     return 0
-
-
-def _version_key(text: str):
-    try:
-        return (0, Version(text))
-    except Exception:
-        return (1, text)

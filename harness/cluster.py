@@ -25,10 +25,13 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from .util import ROOT
+
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 LOOPBACK = "127.0.0.1"
+
+
 def cluster_conf(workers: int) -> dict:
     """One application, one 1-core executor per worker (tasks and broadcasts cross JVMs).
     The session starts only once every executor has registered, so a case sees them all."""

@@ -8,9 +8,9 @@ are listed too.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from .report import top_join, version_dir
+from .vocab import describe_join
 
 KINDS = ("strategy", "build side", "result", "error", "warnings", "status", "only in one version")
 
@@ -18,10 +18,6 @@ KINDS = ("strategy", "build side", "result", "error", "warnings", "status", "onl
 def _plan(record: dict, which: str) -> tuple[str, str]:
     node = top_join(record, which)
     return (node["strategy"], node["build_side"]) if node else ("none", "none")
-
-
-def _describe_plan(strategy: str, build: str) -> str:
-    return strategy + (f" (build {build})" if build != "none" else "")
 
 
 def case_changes(old: dict, new: dict) -> list[tuple[str, str]]:
@@ -32,7 +28,9 @@ def case_changes(old: dict, new: dict) -> list[tuple[str, str]]:
             continue
         (s_old, b_old), (s_new, b_new) = _plan(old, which), _plan(new, which)
         if s_old != s_new:
-            changes.append(("strategy", f"{which}: {_describe_plan(s_old, b_old)} → {_describe_plan(s_new, b_new)}"))
+            before = describe_join({"strategy": s_old, "build_side": b_old})
+            after = describe_join({"strategy": s_new, "build_side": b_new})
+            changes.append(("strategy", f"{which}: {before} → {after}"))
         elif b_old != b_new:
             changes.append(("build side", f"{which}: {s_old} build {b_old} → build {b_new}"))
     o_old, o_new = old["observed"], new["observed"]

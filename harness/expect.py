@@ -8,26 +8,19 @@ rule it broke.
 from __future__ import annotations
 
 import math
-import os
 import re
 from decimal import Decimal
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
 
-from .scenario import JOIN_TYPES, Case, as_hint_list, hint_name, normalize_build_side, normalize_strategy
-from .session import deployment
+from .records import Observation, SparkError
+from .scenario import Case, as_hint_list, hint_name
+from .vocab import JOIN_TYPES, describe_join, normalize_build_side, normalize_strategy, spark_version
 
 EXPECTATION_KEYS = ("strategy", "build_side", "joins", "plan", "rows", "checksum", "result_rows",
                     "error", "warnings", "estimates", "operators")
 # Keys that can only be checked by running the query.
 EXECUTION_KEYS = ("rows", "checksum", "result_rows")
-
-
-def spark_version(text: str) -> Version:
-    # "4.1.0.dev1" and "3.5.1-SNAPSHOT" both compare as their release.
-    match = re.match(r"\d+(\.\d+){0,2}", text)
-    return Version(match.group(0) if match else "0")
 
 
 def _hint_names(value) -> list[str]:
@@ -47,7 +40,7 @@ def _version_in(specifier: str, version: str) -> bool:
     return SpecifierSet(specifier).contains(spark_version(version), prereleases=True)
 
 
-def when_matches(when: dict, case: Case, version: str) -> bool:
+def when_matches(when: dict, case: Case, version: str, deployment: str = "local") -> bool:
     if "spark" in when and not _version_in(when["spark"], version):
         return False
     if "join_type" in when:
@@ -56,7 +49,7 @@ def when_matches(when: dict, case: Case, version: str) -> bool:
             return False
     if "api" in when and case.join.get("api", "dataframe") != when["api"]:
         return False
-    if "deployment" in when and when["deployment"] != deployment(os.environ.get("HARNESS_SPARK_MASTER")):
+    if "deployment" in when and when["deployment"] != deployment:
         return False
     for side in ("left", "right"):
         key = f"{side}_hints"
@@ -68,12 +61,13 @@ def when_matches(when: dict, case: Case, version: str) -> bool:
     return True
 
 
-def resolve(case: Case, version: str) -> dict:
-    """The expectations in force for this case on this Spark version."""
+def resolve(case: Case, version: str, deployment: str = "local") -> dict:
+    """The expectations in force for this case on this Spark version and deployment
+    (`local` or `cluster`)."""
     base_applies = "spark" not in case.expect or _version_in(case.expect["spark"], version)
     expected = {k: case.expect[k] for k in EXPECTATION_KEYS if k in case.expect and base_applies}
     for override in case.overrides:
-        if when_matches(override["when"], case, version):
+        if when_matches(override["when"], case, version, deployment):
             if "strategy" in override and "build_side" not in override:
                 expected.pop("build_side", None)  # a build side belongs to the strategy it was written for
             for key in EXPECTATION_KEYS:
@@ -110,20 +104,6 @@ def has_assertions(expected: dict) -> bool:
 
 # --------------------------------------------------------------------------- compare
 
-def _describe(node: dict | None) -> str:
-    if node is None:
-        return "no join"
-    side = node.get("build_side", "none")
-    text = node["strategy"] + (f" (build {side})" if side != "none" else "")
-    if node.get("skew"):
-        text += " [skew]"
-    if node.get("null_aware"):
-        text += " [null-aware]"
-    if node.get("tables"):
-        text += " of " + "+".join(node["tables"])
-    return text
-
-
 def _node_matches(want: dict, got: dict) -> bool:
     return (want["strategy"] == got["strategy"]
             and want.get("build_side", got["build_side"]) == got["build_side"]
@@ -139,19 +119,19 @@ def _compare_plan(expected: dict, joins: list[dict], which: str) -> list[str]:
         want = expected["strategy"]
         got = top["strategy"] if top else "none"
         if want != got:
-            problems.append(f"{which} plan: expected {want}, observed {_describe(top)}")
+            problems.append(f"{which} plan: expected {want}, observed {describe_join(top, tables=True)}")
     if "build_side" in expected and top is not None:
         if expected["build_side"] != top["build_side"] and ("strategy" not in expected or not problems):
-            problems.append(f"{which} plan: expected build side {expected['build_side']}, observed {_describe(top)}")
+            problems.append(f"{which} plan: expected build side {expected['build_side']}, observed {describe_join(top, tables=True)}")
     if "joins" in expected:
         want_nodes = expected["joins"]
         if len(want_nodes) != len(joins):
             problems.append(f"{which} plan: expected {len(want_nodes)} join(s), observed {len(joins)}: "
-                            + ", ".join(_describe(j) for j in joins))
+                            + ", ".join(describe_join(j, tables=True) for j in joins))
         else:
             for i, (want, got) in enumerate(zip(want_nodes, joins)):
                 if not _node_matches(want, got):
-                    problems.append(f"{which} plan join #{i + 1}: expected {_describe(want)}, observed {_describe(got)}")
+                    problems.append(f"{which} plan join #{i + 1}: expected {describe_join(want, tables=True)}, observed {describe_join(got, tables=True)}")
     return problems
 
 
@@ -189,20 +169,20 @@ def _rows_equal(expected: list, observed: list) -> bool:
     return True
 
 
-def _compare_error(expected: dict, observed_error: dict | None) -> list[str]:
+def _compare_error(expected: dict, observed_error: SparkError | None) -> list[str]:
     want = expected.get("error")
     if want is None:
         if observed_error:
-            return [f"unexpected error {observed_error['class']}: {observed_error['message']}"]
+            return [f"unexpected error {observed_error.cls}: {observed_error.message}"]
         return []
     if not observed_error:
         return [f"expected error {want.get('class', '')} /{want.get('message', '')}/ but the query succeeded"]
     problems = []
-    if "class" in want and want["class"] not in (observed_error["class"], observed_error.get("java_class", "")) \
-            and not observed_error.get("java_class", "").endswith("." + want["class"]):
-        problems.append(f"expected error class {want['class']}, observed {observed_error['class']}")
-    if "message" in want and not re.search(want["message"], observed_error["message"]):
-        problems.append(f"error message /{want['message']}/ not found in: {observed_error['message']}")
+    if "class" in want and want["class"] not in (observed_error.cls, observed_error.java_class) \
+            and not observed_error.java_class.endswith("." + want["class"]):
+        problems.append(f"expected error class {want['class']}, observed {observed_error.cls}")
+    if "message" in want and not re.search(want["message"], observed_error.message):
+        problems.append(f"error message /{want['message']}/ not found in: {observed_error.message}")
     return problems
 
 
@@ -221,41 +201,39 @@ def _compare_operators(expected: dict, counts: dict) -> list[str]:
     return problems
 
 
-def compare(expected: dict, observed: dict) -> list[str]:
+def compare(expected: dict, observed: Observation) -> list[str]:
     """Mismatches between what a case expects and what Spark did, one line each."""
-    if observed.get("error") or "error" in expected:
-        problems = _compare_error(expected, observed.get("error"))
-        if problems or observed.get("error"):
+    if observed.error or "error" in expected:
+        problems = _compare_error(expected, observed.error)
+        if problems or observed.error:
             return problems
     problems: list[str] = []
     plan_mode = expected["plan"]
     if plan_mode in ("initial", "both"):
-        problems += _compare_plan(expected, observed["initial"]["joins"], "initial")
+        problems += _compare_plan(expected, observed.initial.joins, "initial")
     if plan_mode in ("final", "both"):
-        final = observed.get("final") or observed["initial"]
-        problems += _compare_plan(expected, final["joins"], "final")
-    if "rows" in expected and observed.get("rows") != expected["rows"]:
-        problems.append(f"expected {expected['rows']} rows, observed {observed.get('rows')}")
-    if "checksum" in expected and observed.get("checksum") != expected["checksum"]:
-        problems.append(f"expected checksum {expected['checksum']}, observed {observed.get('checksum')}")
+        problems += _compare_plan(expected, observed.checked_plan("final").joins, "final")
+    if "rows" in expected and observed.rows != expected["rows"]:
+        problems.append(f"expected {expected['rows']} rows, observed {observed.rows}")
+    if "checksum" in expected and observed.checksum != expected["checksum"]:
+        problems.append(f"expected checksum {expected['checksum']}, observed {observed.checksum}")
     if "result_rows" in expected:
         want = normalize_rows(expected["result_rows"])
-        got = observed.get("result_rows")
+        got = observed.result_rows
         if got is None or not _rows_equal(want, got):
             problems.append(f"result rows differ: expected {want[:5]}{'...' if len(want) > 5 else ''}, "
                             f"observed {(got or [])[:5]}{'...' if got and len(got) > 5 else ''}")
     if "warnings" in expected:
-        seen = observed.get("warnings", [])
+        seen = observed.warnings or []
         if not expected["warnings"] and seen:
             problems.append(f"expected no hint warnings, observed: {seen[0]}")
         for pattern in expected["warnings"]:
             if not any(re.search(pattern, line) for line in seen):
                 problems.append(f"no hint warning matches /{pattern}/ (observed: {seen or 'none'})")
     if "operators" in expected:
-        plan = observed.get("final") if plan_mode in ("final", "both") and observed.get("final") else observed["initial"]
-        problems += _compare_operators(expected["operators"], plan.get("operators") or {})
+        problems += _compare_operators(expected["operators"], observed.checked_plan(plan_mode).operators or {})
     if "estimates" in expected:
-        estimates = observed.get("estimates") or []
+        estimates = observed.estimates or []
         top = estimates[0] if estimates else None
         for side, bounds in expected["estimates"].items():
             if top is None:

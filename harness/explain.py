@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import model
 from .scenario import ScenarioError, expand, load_scenario
+from .vocab import describe_join
 
 
 def scenario_files(paths: list[str]) -> list[Path]:
@@ -25,29 +26,19 @@ def scenario_files(paths: list[str]) -> list[Path]:
 
 def explain_case(case, session) -> dict:
     """Plan the case as its run would (plan-only) and judge the model against it."""
-    from .runner import _empty_observation, describe_error, observe, run_case
+    from .runner import capture, run_case
     if "stream" in case.scenario.data:
-        return run_case(case, session)
-    observed = _empty_observation()
-    with session.case_scope(case.scenario.timeout) as scope:
-        try:
-            observed = observe(session, scope, case, case.join, case.spark_conf, execute=False,
-                               collect_rows=False)
-        except Exception as exc:  # Spark rejects the query: nothing to explain
-            observed["error"] = describe_error(exc)
-    observed.pop("plan_objects", None)
+        record = run_case(case, session)
+        return {"case_id": case.case_id, "observed": record.observed, "model": record.model}
+    observed, _ = capture(session, case, execute=False, collect_rows=False)
     return {"case_id": case.case_id, "observed": observed,
             "model": model.evaluate(observed, session.versions["spark"])}
 
 
-def _observed_text(observed: dict) -> str:
-    if observed.get("error"):
-        return f"error {observed['error']['class']}"
-    joins = (observed.get("initial") or {}).get("joins") or []
-    if not joins:
-        return "no join"
-    top = joins[0]
-    return top["strategy"] + (f" (build {top['build_side']})" if top["build_side"] != "none" else "")
+def _observed_text(observed) -> str:
+    if observed.error:
+        return f"error {observed.error.cls}"
+    return describe_join(observed.initial.top)
 
 
 def main(paths: list[str], out=sys.stdout) -> int:

@@ -14,15 +14,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from packaging.version import Version
 
-from .report import clock
+from .util import ROOT, clock
 
-ROOT = Path(__file__).resolve().parent.parent
 # Environments live beside the checkout; HARNESS_MATRIX_ENVS shares them between checkouts.
 ENV_ROOT = Path(os.environ.get("HARNESS_MATRIX_ENVS") or ROOT / ".matrix")
 # Latest patch of every minor this machine can run (PySpark on PyPI, 2026-11).

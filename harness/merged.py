@@ -11,18 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from . import diff
-from .util import atomic_write_text
+from .util import atomic_write_text, jinja_env
 from .report import top_join
-
-
-def _sort_key(version: str):
-    try:
-        return (0, Version(version))
-    except InvalidVersion:
-        return (1, version)
+from .vocab import describe_join, version_sort_key
 
 
 def load_all(report_dir: str | Path) -> dict[str, dict]:
@@ -35,14 +27,14 @@ def load_all(report_dir: str | Path) -> dict[str, dict]:
             continue  # not ours, or from an incompatible release: the page shows the others
         if isinstance(doc, dict) and isinstance(doc.get("cases"), list) and isinstance(doc.get("summary"), dict):
             found[path.parent.name] = doc
-    return {v: found[v] for v in sorted(found, key=_sort_key)}
+    return {v: found[v] for v in sorted(found, key=version_sort_key)}
 
 
 def _plan_label(record: dict, which: str) -> str:
     node = top_join(record, which)
-    if node is None:
-        return "no join" if (record["observed"].get(which) is not None) else ""
-    return node["strategy"] + (f" ({node['build_side']})" if node["build_side"] != "none" else "")
+    if node is None and record["observed"].get(which) is None:
+        return ""
+    return describe_join(node)
 
 
 def _cell(record: dict, folder: str) -> dict:
@@ -68,7 +60,7 @@ def _detail(record: dict, folder: str) -> dict:
     estimate = (observed.get("estimates") or [None])[0]
     join_conf = observed.get("join_conf") or {}
     return {
-        "joins": {which: [_node_text(n) for n in (observed.get(which) or {}).get("joins", [])]
+        "joins": {which: [describe_join(n, join_type=True, tables=True) for n in (observed.get(which) or {}).get("joins", [])]
                   for which in ("initial", "final") if observed.get(which)},
         "estimates": {side: estimate[side]["size_in_bytes"] for side in ("left", "right")} if estimate else None,
         "threshold": join_conf.get("spark.sql.autoBroadcastJoinThreshold") or
@@ -80,14 +72,6 @@ def _detail(record: dict, folder: str) -> dict:
         "prediction": (record.get("model") or {}).get("explanation", ""),
         "link": f"{folder}/index.html#{record['case_id']}",
     }
-
-
-def _node_text(node: dict) -> str:
-    text = node["strategy"] + (f" build {node['build_side']}" if node["build_side"] != "none" else "")
-    text += f" · {node.get('join_type', '')}"
-    if node.get("tables"):
-        text += " of " + "+".join(node["tables"])
-    return text
 
 
 def scenario_texts(rows: dict) -> dict[str, str]:
@@ -149,12 +133,8 @@ def script_json(data) -> str:
 
 
 def render(data: dict, title: str = "Join strategies across Spark versions") -> str:
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
-
-    env = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
-                      autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
     payload = script_json(data)
-    return env.get_template("matrix.html.j2").render(data=data, payload=payload, title=title)
+    return jinja_env().get_template("matrix.html.j2").render(data=data, payload=payload, title=title)
 
 
 def write_merged(report_dir: str | Path) -> Path | None:

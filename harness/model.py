@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
-BHJ, SHJ, SMJ = "BroadcastHashJoin", "ShuffledHashJoin", "SortMergeJoin"
-BNLJ, CP, SSHJ = "BroadcastNestedLoopJoin", "CartesianProduct", "StreamingSymmetricHashJoin"
-NO_JOIN = "none"
+from .vocab import HINTED_STRATEGIES, JOIN_OPERATORS, LOGICAL_JOIN_NAMES, NO_JOIN, spark_version
+
+BHJ, SHJ, SMJ, BNLJ, CP, SSHJ = JOIN_OPERATORS
 # The configs Settings reads; the runner records their values with every case.
 CONF_KEYS = ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.join.preferSortMergeJoin",
              "spark.sql.shuffle.partitions", "spark.sql.shuffledHashJoinFactor", "spark.sql.adaptive.enabled",
@@ -105,11 +105,6 @@ class Prediction:
 
 # --------------------------------------------------------------------------- version rules
 
-def _v(version: str) -> Version:
-    match = re.match(r"\d+(\.\d+){0,2}", version)
-    return Version(match.group(0) if match else "0")
-
-
 # Where Spark's join selection changed: rule → (first version, JIRA, what changed).
 RULES_SINCE = {
     "null_aware_anti_join": ("3.1", "SPARK-32290", "a single-column NOT IN becomes a null-aware broadcast hash anti join"),
@@ -133,7 +128,7 @@ RULES_SINCE = {
 
 def since(rule: str, version: str) -> bool:
     """Does this Spark version have the change named `rule` (see RULES_SINCE)?"""
-    return _v(version) >= Version(RULES_SINCE[rule][0])
+    return spark_version(version) >= Version(RULES_SINCE[rule][0])
 
 
 def aqe_on_by_default(version: str) -> bool:
@@ -177,13 +172,8 @@ def can_shuffle_hash_right(join_type: str, version: str) -> bool:
             or (join_type == "RightOuter" and since("shuffle_hash_builds_outer_side", version)))
 
 
-_OUTER_NAMES = {"Inner": "an inner join", "Cross": "a cross join", "LeftOuter": "a left outer join",
-                "RightOuter": "a right outer join", "FullOuter": "a full outer join", "LeftSemi": "a left semi join",
-                "LeftAnti": "a left anti join"}
-
-
 def _join_name(join_type: str) -> str:
-    return _OUTER_NAMES.get(join_type, "an existence join" if join_type.startswith("ExistenceJoin") else join_type)
+    return LOGICAL_JOIN_NAMES.get(join_type, "an existence join" if join_type.startswith("ExistenceJoin") else join_type)
 
 
 # --------------------------------------------------------------------------- the rules
@@ -449,7 +439,7 @@ def predict_final(initial: Prediction, inputs: JoinInputs | None, settings: Sett
     hints = {"left": list(inputs.left_hints), "right": list(inputs.right_hints)}
     notes = []
     for side in ("left", "right"):
-        if not any(h in STRATEGY_HINTS for h in hints[side]):  # a user's hint wins over AQE's
+        if not any(h in HINTED_STRATEGIES for h in hints[side]):  # a user's hint wins over AQE's
             added = _aqe_hint(side, inputs, runtime, settings, version)
             if added:
                 hints[side].append(added[0])
@@ -462,8 +452,6 @@ def predict_final(initial: Prediction, inputs: JoinInputs | None, settings: Sett
     replanned.steps = ["AQE re-plans with run-time sizes"] + notes + replanned.steps
     return replanned, replanned.explanation
 
-
-STRATEGY_HINTS = ("BROADCAST", "MERGE", "SHUFFLE_HASH", "SHUFFLE_REPLICATE_NL")
 
 
 # --------------------------------------------------------------------------- from a record
@@ -501,29 +489,28 @@ def judge(prediction: Prediction, observed_top: dict | None) -> bool:
             and prediction.build_side == observed_top.get("build_side", "none"))
 
 
-def evaluate(observed: dict, version: str, streaming: bool = False) -> dict | None:
-    """The model's record for one observed case: prediction, explanation, whether Spark
-    agreed on the initial plan ("drift" when not), and what it says of the final plan."""
-    if observed.get("error"):
+def evaluate(observed, version: str, streaming: bool = False) -> dict | None:
+    """The model's record for one observed case (a harness.records.Observation):
+    prediction, explanation, whether Spark agreed on the initial plan ("drift" when not),
+    and what it says of the final plan."""
+    if observed.error:
         return None
-    estimates = observed.get("estimates") or []
+    estimates = observed.estimates or []
     inputs = inputs_from_estimate(estimates[0] if estimates else None, streaming)
     if inputs is None and estimates and not streaming:
         return None  # recorded by a harness without the logical inputs
     if streaming and inputs is None:
         inputs = JoinInputs(join_type="", equi=True, left_size=-1, right_size=-1, streaming=True)
-    settings = Settings.from_conf(observed.get("join_conf") or {}, version)
+    settings = Settings.from_conf(observed.join_conf or {}, version)
     prediction = predict(inputs, settings, version)
-    initial = (observed.get("initial") or {}).get("joins") or []
-    agrees = judge(prediction, initial[0] if initial else None)
+    agrees = judge(prediction, observed.initial.top)
     verdict = {**prediction.to_dict(), "agrees": agrees, "drift": not agrees}
-    final_plan = observed.get("final")
+    final_plan = observed.final
     if final_plan is not None:  # executed: the final plan exists to be predicted
-        settings.adaptive = bool(observed.get("adaptive"))
-        final, why = predict_final(prediction, inputs, settings, final_plan.get("runtime"), version)
+        settings.adaptive = bool(observed.adaptive)
+        final, why = predict_final(prediction, inputs, settings, final_plan.runtime, version)
         verdict["final"] = why
         if final is not None:
-            joins = final_plan.get("joins") or []
             verdict["final_strategy"], verdict["final_build_side"] = final.strategy, final.build_side
-            verdict["final_agrees"] = judge(final, joins[0] if joins else None)
+            verdict["final_agrees"] = judge(final, final_plan.top)
     return verdict

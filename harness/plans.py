@@ -10,11 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-# Operator node names (class name without `Exec`): one Py4J call per node, where the
-# class name takes two. The walk makes ~15 of them per plan and cases are plan-only.
-JOIN_OPERATORS = ("BroadcastHashJoin", "ShuffledHashJoin", "SortMergeJoin", "BroadcastNestedLoopJoin",
-                  "CartesianProduct", "StreamingSymmetricHashJoin")
-BUILD_SIDE_NAMES = {"BuildLeft": "left", "BuildRight": "right"}
+from .vocab import BUILD_SIDES, JOIN_OPERATORS
+
+# The longest plan text kept (Spark is told the same, so it never builds longer strings).
+PLAN_TEXT_LIMIT = 20_000
 
 
 @dataclass
@@ -66,7 +65,7 @@ def _safe_str(fn) -> str:
 def _join_node(node, kind: str) -> JoinNode:
     build = "none"
     if kind not in ("CartesianProduct", "SortMergeJoin"):
-        build = BUILD_SIDE_NAMES.get(_safe_str(lambda: node.buildSide()), "none")
+        build = BUILD_SIDES.get(_safe_str(lambda: node.buildSide()), "none")
     condition = _safe_str(lambda: node.condition())
     null_aware = _safe_str(lambda: node.isNullAwareAntiJoin()).lower() == "true"
     skew = kind in ("SortMergeJoin", "ShuffledHashJoin") and _safe_str(lambda: node.isSkewJoin()).lower() == "true"
@@ -181,9 +180,6 @@ def is_adaptive(plan) -> bool:
 def final_plan_reached(plan) -> bool:
     # isFinalPlan is private in AdaptiveSparkPlanExec; its node string shows it.
     return is_adaptive(plan) and "isFinalPlan=true" in plan_text(plan).split("\n", 1)[0]
-
-
-PLAN_TEXT_LIMIT = 20_000
 
 
 def plan_text(plan) -> str:

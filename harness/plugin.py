@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 
 from . import report
-from .report import clock
 from .scenario import ScenarioError, expand, load_scenario
-from .util import TEMP_MARK, one_line
+from .options import RunOptions
+from .util import TEMP_MARK, clock, one_line
 
 RECORD_KEY = "harness_record"
+OPTIONS = pytest.StashKey[RunOptions]()
 FAILING = {"failed", "error", "timeout", "correctness"}
 
 
@@ -37,7 +38,7 @@ def pytest_addoption(parser):
     group.addoption("--spark-conf-file", default=None, metavar="PATH",
                     help="Spark configs for the session, spark-defaults.conf style (`key value` per line)")
     group.addoption("--plan-text", choices=("all", "failed"), default=None,
-                    help="which cases keep their plan text in the report (default: all; $HARNESS_PLAN_TEXT)")
+                    help="which cases keep their plan text in the report (default: all)")
     group.addoption("--observe", action="store_true",
                     help="survey: record what Spark does without checking the cases' expectations "
                          "(cross-strategy result checks still run)")
@@ -60,15 +61,10 @@ def pytest_configure(config):
         config.option.no_report = True
     if _reporting(config):
         config.pluginmanager.register(HarnessReporter(config), "join-harness-reporter")
-    if config.getoption("spark_master"):
-        os.environ["HARNESS_SPARK_MASTER"] = config.getoption("spark_master")
-    session_conf = _session_conf(config)
-    if session_conf:
-        os.environ["HARNESS_SPARK_CONF"] = json.dumps(session_conf)
-    if config.getoption("plan_text"):
-        os.environ["HARNESS_PLAN_TEXT"] = config.getoption("plan_text")
-    if config.getoption("observe"):
-        os.environ["HARNESS_OBSERVE"] = "1"
+    # xdist workers get the same command line, so each builds the same options.
+    config.stash[OPTIONS] = RunOptions.from_env(
+        master=config.getoption("spark_master"), spark_conf=_session_conf(config),
+        plan_text=config.getoption("plan_text"), observe=config.getoption("observe"))
     if _reporting(config) and getattr(config.option, "xmlpath", None) is None and _runs_scenarios(config):
         # pytest's junitxml writes in place: it writes a temp file beside the target,
         # which the reporter renames into place when the run ends (see pytest_unconfigure).
@@ -94,9 +90,13 @@ def _report_dir_writable(config) -> bool:
         return False
 
 
+def options_of(config) -> RunOptions:
+    return config.stash[OPTIONS]
+
+
 def _session_conf(config) -> dict:
-    from .session import extra_conf, read_conf_file
-    conf = extra_conf()
+    from .session import read_conf_file
+    conf = {}
     if config.getoption("spark_conf_file"):
         try:
             conf.update(read_conf_file(config.getoption("spark_conf_file")))
@@ -147,7 +147,7 @@ class ScenarioFile(pytest.File):
         marks = marker_names(scenario)
         for mark in marks:
             self.config.addinivalue_line("markers", f"{mark}: scenario tag")
-        from .runner import agreement_label, agreement_representatives
+        from .agreement import agreement_label, agreement_representatives
         for case in cases:
             item = ScenarioItem.from_parent(self, name=case.case_id, case=case)
             for mark in marks:
@@ -170,7 +170,7 @@ class ScenarioFile(pytest.File):
         cases = expand(scenario)
         from .session import get_session
         from .sqlguard import check_scenario
-        check_scenario(get_session().spark, scenario)
+        check_scenario(get_session(options_of(self.config)).spark, scenario)
         return scenario, cases
 
     def repr_failure(self, excinfo):
@@ -194,12 +194,13 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self):
         from .session import get_session
-        record = self._run(get_session())
-        self.user_properties.append((RECORD_KEY, json.dumps(record, default=str)))
-        if record["status"] == "skipped":
-            pytest.skip(record["message"])
-        if record["status"] in FAILING:
-            raise CaseFailed(f"[{record['status']}] {record['message']}")
+        record = self._run(get_session(options_of(self.config)))
+        # The edge: the typed record becomes JSON here, and travels to the controller.
+        self.user_properties.append((RECORD_KEY, json.dumps(record.to_json(), default=str)))
+        if record.status == "skipped":
+            pytest.skip(record.message)
+        if record.status in FAILING:
+            raise CaseFailed(f"[{record.status}] {record.message}")
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, CaseFailed):
@@ -214,7 +215,7 @@ class ScenarioItem(pytest.Item):
 
 class AgreementItem(ScenarioItem):
     def _run(self, session):
-        from .runner import run_agreement
+        from .agreement import run_agreement
         return run_agreement(self.case, session)
 
 
@@ -284,11 +285,11 @@ class HarnessReporter:
                 temp.unlink(missing_ok=True)
 
     def _add_lost_records(self):
-        from .runner import agreement_id, agreement_representatives, lost_record
+        from . import agreement, runner
         known = next(iter(self.records.values()), None)
         versions = known["versions"] if known else {"spark": report.installed_spark(), "java": "unknown",
                                                     "python": platform.python_version()}
-        master = known["master"] if known else os.environ.get("HARNESS_SPARK_MASTER", "local[2]")
+        master = known["master"] if known else options_of(self.config).master
         for nodeid, message in self.lost.items():
             path, _, name = nodeid.partition("::")
             try:
@@ -296,10 +297,14 @@ class HarnessReporter:
             except (ScenarioError, OSError):
                 continue
             by_id = {c.case_id: c for c in cases}
-            by_id.update({agreement_id(c): c for c in agreement_representatives(cases)})
-            if name in by_id and name not in self.records:
-                self.records[name] = lost_record(by_id[name], name, versions, master,
-                                                 f"worker process lost: {message}")
+            checks = {agreement.agreement_id(c): c for c in agreement.agreement_representatives(cases)}
+            if name in self.records:
+                continue
+            why = f"worker process lost: {message}"
+            if name in by_id:
+                self.records[name] = runner.lost_record(by_id[name], versions, master, why).to_json()
+            elif name in checks:
+                self.records[name] = agreement.lost_record(checks[name], versions, master, why).to_json()
 
     def pytest_terminal_summary(self, terminalreporter):
         if self.failed_write:

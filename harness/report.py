@@ -13,7 +13,7 @@ from pathlib import Path
 
 import jsonschema
 
-from .util import atomic_write_text, remove_stale_temps
+from .util import atomic_write_text, jinja_env, remove_stale_temps
 from .scenario import SCHEMA_DIR
 
 STATUS_ORDER = {"correctness": 0, "failed": 1, "error": 2, "timeout": 3, "invalid": 4,
@@ -27,12 +27,6 @@ def installed_spark() -> str:
         return version("pyspark")
     except Exception:
         return "unknown"
-
-
-def clock(seconds: float) -> str:
-    """2m05s / 42s: durations in progress lines and timing tables."""
-    minutes, secs = divmod(int(round(seconds)), 60)
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
 def version_dir(report_dir: str | os.PathLike, spark_version: str) -> Path:
@@ -101,10 +95,7 @@ def validate_results(results: dict) -> None:
 
 
 def render_html(results: dict) -> str:
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
-
-    env = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
-                      autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+    env = jinja_env()
     env.filters["bytes"] = lambda n: "" if n is None else f"{n:,}"
     env.globals["top_join"] = top_join
     return env.get_template("report.html.j2").render(results=results)
@@ -175,7 +166,7 @@ class _CaseIndex:
 
     @staticmethod
     def _ids_of(file: str) -> set:
-        from .runner import agreement_id, agreement_representatives
+        from .agreement import agreement_id, agreement_representatives
         from .scenario import expand, load_scenario
         try:
             cases = expand(load_scenario(file))

@@ -25,42 +25,14 @@ import yaml
 
 from . import confs
 from .util import one_line, printable
+from .vocab import JOIN_TYPES, STRATEGY_HINTS
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+# Shipped inside the package; the top-level schemas/ links to these files (the contract).
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 MAX_FILE_BYTES = 1 << 20
 MAX_CASES_PER_SCENARIO = 512
 DEFAULT_SEED = 42
 DEFAULT_TIMEOUT_S = 120.0
-
-# Every spelling Spark accepts for a join type, mapped to one canonical name.
-JOIN_TYPES = {
-    "inner": "inner", "cross": "cross",
-    "outer": "full_outer", "full": "full_outer", "fullouter": "full_outer", "full_outer": "full_outer",
-    "left": "left_outer", "leftouter": "left_outer", "left_outer": "left_outer",
-    "right": "right_outer", "rightouter": "right_outer", "right_outer": "right_outer",
-    "semi": "left_semi", "leftsemi": "left_semi", "left_semi": "left_semi",
-    "anti": "left_anti", "leftanti": "left_anti", "left_anti": "left_anti",
-}
-
-# Strategy hint aliases (Spark's JoinStrategyHint.hintAliases), upper-cased.
-STRATEGY_HINTS = {
-    "BROADCAST": "broadcast", "BROADCASTJOIN": "broadcast", "MAPJOIN": "broadcast",
-    "MERGE": "merge", "SHUFFLE_MERGE": "merge", "MERGEJOIN": "merge",
-    "SHUFFLE_HASH": "shuffle_hash",
-    "SHUFFLE_REPLICATE_NL": "shuffle_replicate_nl",
-}
-
-STRATEGY_NAMES = {
-    "BroadcastHashJoin": "BroadcastHashJoin", "BHJ": "BroadcastHashJoin", "broadcast_hash": "BroadcastHashJoin",
-    "ShuffledHashJoin": "ShuffledHashJoin", "SHJ": "ShuffledHashJoin", "shuffle_hash": "ShuffledHashJoin",
-    "SortMergeJoin": "SortMergeJoin", "SMJ": "SortMergeJoin", "sort_merge": "SortMergeJoin",
-    "BroadcastNestedLoopJoin": "BroadcastNestedLoopJoin", "BNLJ": "BroadcastNestedLoopJoin",
-    "BNL": "BroadcastNestedLoopJoin", "broadcast_nested_loop": "BroadcastNestedLoopJoin",
-    "CartesianProduct": "CartesianProduct", "CP": "CartesianProduct", "cartesian": "CartesianProduct",
-    "StreamingSymmetricHashJoin": "StreamingSymmetricHashJoin", "streaming_symmetric_hash": "StreamingSymmetricHashJoin",
-    "none": "none", "predicted": "predicted",
-}
-BUILD_SIDES = {"left": "left", "right": "right", "none": "none", "BuildLeft": "left", "BuildRight": "right"}
 
 # Short labels for config keys in readable case ids, e.g. `aqe=off`.
 CONF_LABELS = {
@@ -312,90 +284,118 @@ def _check_stream(path: Path, data: dict, lines: dict) -> None:
                                 f"'{mark['column']}' must be a column of '{name}' with type: timestamp")
 
 
-def _check_semantics(path: Path, data: dict, lines: dict) -> None:
-    tables = data["tables"]
-    join = data["join"]
+class _Where:
+    """Raises a ScenarioError at a field of the file being checked."""
+
+    def __init__(self, path: Path, lines: dict):
+        self.path, self.lines = path, lines
+
+    def error(self, where: tuple, message: str) -> ScenarioError:
+        return ScenarioError(self.path, _line_for(self.lines, where), _dotted(where), message)
+
+
+def _did_you_mean(name: str, choices) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _check_join_tables(at: _Where, data: dict) -> None:
     for side in ("left", "right"):
-        name = join.get(side)
-        if name is not None and name not in tables:
-            close = difflib.get_close_matches(name, list(tables), n=1)
-            raise ScenarioError(path, _line_for(lines, ("join", side)), f"join.{side}",
-                                f"unknown table '{name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
-    for tname, table in tables.items():
+        name = data["join"].get(side)
+        if name is not None and name not in data["tables"]:
+            raise at.error(("join", side), f"unknown table '{name}'" + _did_you_mean(name, data["tables"]))
+
+
+def _check_weights(at: _Where, where: tuple, column: dict) -> None:
+    if "weights" not in column:
+        return
+    if "values" not in column or len(column["weights"]) != len(column["values"]):
+        raise at.error(where + ("weights",), "weights needs values of the same length")
+    if sum(column["weights"]) <= 0:
+        raise at.error(where + ("weights",), "weights must not all be zero")
+
+
+def _check_key(at: _Where, where: tuple, column: dict) -> None:
+    key = column.get("key", {})
+    if "hot_keys" in key and "hot_fraction" not in key:
+        raise at.error(where + ("key",), "hot_keys needs hot_fraction")
+    if "zipf" in key and "hot_fraction" in key:
+        raise at.error(where + ("key",), "use either zipf or hot_fraction, not both")
+
+
+def _check_uniform(at: _Where, where: tuple, column: dict) -> None:
+    uniform = column.get("uniform")
+    if not uniform:
+        return
+    type_name = column.get("type", "long")
+    for bound in ("min", "max"):
+        value = uniform[bound]
+        if type_name in ("date", "timestamp") and not isinstance(value, str):
+            raise at.error(where + ("uniform", bound), f"a {type_name} bound is written as a quoted ISO string")
+        if type_name not in ("date", "timestamp") and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+            raise at.error(where + ("uniform", bound), f"a {type_name} bound must be a number, not {_excerpt(value)}")
+    if type_name not in ("date", "timestamp") and uniform["min"] > uniform["max"]:
+        raise at.error(where + ("uniform",), "min is greater than max")
+
+
+def _check_columns(at: _Where, data: dict) -> None:
+    for tname, table in data["tables"].items():
         for cname, column in table["columns"].items():
             where = ("tables", tname, "columns", cname)
-            if "weights" in column:
-                if "values" not in column or len(column["weights"]) != len(column["values"]):
-                    raise ScenarioError(path, _line_for(lines, where + ("weights",)), _dotted(where + ("weights",)),
-                                        "weights needs values of the same length")
-                if sum(column["weights"]) <= 0:
-                    raise ScenarioError(path, _line_for(lines, where + ("weights",)), _dotted(where + ("weights",)),
-                                        "weights must not all be zero")
-            key = column.get("key", {})
-            if "hot_keys" in key and "hot_fraction" not in key:
-                raise ScenarioError(path, _line_for(lines, where + ("key",)), _dotted(where + ("key",)),
-                                    "hot_keys needs hot_fraction")
-            if "zipf" in key and "hot_fraction" in key:
-                raise ScenarioError(path, _line_for(lines, where + ("key",)), _dotted(where + ("key",)),
-                                    "use either zipf or hot_fraction, not both")
-            uniform = column.get("uniform")
-            if uniform and isinstance(uniform["min"], (int, float)) and isinstance(uniform["max"], (int, float)) \
-                    and uniform["min"] > uniform["max"]:
-                raise ScenarioError(path, _line_for(lines, where + ("uniform",)), _dotted(where + ("uniform",)),
-                                    "min is greater than max")
-            if uniform and column.get("type", "long") not in ("date", "timestamp"):
-                for bound in ("min", "max"):
-                    if not isinstance(uniform[bound], (int, float)) or isinstance(uniform[bound], bool):
-                        raise ScenarioError(path, _line_for(lines, where + ("uniform", bound)),
-                                            _dotted(where + ("uniform", bound)),
-                                            f"a {column.get('type', 'long')} bound must be a number, "
-                                            f"not {_excerpt(uniform[bound])}")
-            if uniform and column.get("type", "long") in ("date", "timestamp"):
-                for bound in ("min", "max"):
-                    if not isinstance(uniform[bound], str):
-                        raise ScenarioError(path, _line_for(lines, where + ("uniform", bound)),
-                                            _dotted(where + ("uniform", bound)),
-                                            f"a {column['type']} bound is written as a quoted ISO string")
-    if "left" in join:
-        for i, pair in enumerate(join.get("on", [])):
-            left_col, right_col = (pair, pair) if isinstance(pair, str) else pair
-            for side, col in (("left", left_col), ("right", right_col)):
-                columns = tables[join[side]]["columns"]
-                if col not in columns:
-                    close = difflib.get_close_matches(col, list(columns), n=1)
-                    raise ScenarioError(path, _line_for(lines, ("join", "on", i)), f"join.on[{i}]",
-                                        f"unknown column '{col}' in {side} table '{join[side]}'"
-                                        + (f" (did you mean '{close[0]}'?)" if close else ""))
-        for match in _COLUMN_REF.finditer(join.get("condition", "")):
-            side = "left" if match.group(1) == "l" else "right"
+            for check in (_check_weights, _check_key, _check_uniform):
+                check(at, where, column)
+
+
+def _check_join_columns(at: _Where, data: dict) -> None:
+    join, tables = data["join"], data["tables"]
+    if "left" not in join:
+        return
+    for i, pair in enumerate(join.get("on", [])):
+        left_col, right_col = (pair, pair) if isinstance(pair, str) else pair
+        for side, col in (("left", left_col), ("right", right_col)):
             columns = tables[join[side]]["columns"]
-            if match.group(2) not in columns:
-                close = difflib.get_close_matches(match.group(2), list(columns), n=1)
-                raise ScenarioError(path, _line_for(lines, ("join", "condition")), "join.condition",
-                                    f"unknown column '{match.group(0)}' ({side} table '{join[side]}')"
-                                    + (f"; did you mean '{match.group(1)}.{close[0]}'?" if close else ""))
+            if col not in columns:
+                raise at.error(("join", "on", i), f"unknown column '{col}' in {side} table '{join[side]}'"
+                               + _did_you_mean(col, columns))
+    for match in _COLUMN_REF.finditer(join.get("condition", "")):
+        side = "left" if match.group(1) == "l" else "right"
+        columns = tables[join[side]]["columns"]
+        if match.group(2) not in columns:
+            close = difflib.get_close_matches(match.group(2), list(columns), n=1)
+            raise at.error(("join", "condition"), f"unknown column '{match.group(0)}' ({side} table '{join[side]}')"
+                           + (f"; did you mean '{match.group(1)}.{close[0]}'?" if close else ""))
+
+
+def _check_all_hints(at: _Where, data: dict) -> None:
+    join = data["join"]
+    if "left" in join:
         for side in ("left", "right"):
-            _check_hints(path, lines, ("join", "hints", side), join.get("hints", {}).get(side))
-    if "stream" in data:
-        _check_stream(path, data, lines)
+            _check_hints(at.path, at.lines, ("join", "hints", side), join.get("hints", {}).get(side))
     for axis in ("left_hints", "right_hints"):
         for i, value in enumerate(data.get("matrix", {}).get(axis, [])):
-            _check_hints(path, lines, ("matrix", axis, i), value)
-    _check_confs(path, data, lines)
+            _check_hints(at.path, at.lines, ("matrix", axis, i), value)
+
+
+def _check_version_specifiers(at: _Where, data: dict) -> None:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
     specs = [(("expect", "spark"), data["expect"].get("spark"))]
     specs += [(("expect", "overrides", i, "when", "spark"), o["when"].get("spark"))
               for i, o in enumerate(data["expect"].get("overrides", []))]
     for where, spec in specs:
-        if spec is not None:
-            try:
-                from packaging.specifiers import SpecifierSet
-                SpecifierSet(spec)
-            except Exception:
-                raise ScenarioError(path, _line_for(lines, where), _dotted(where),
-                                    f"'{spec}' is not a PEP 440 version specifier (e.g. '>=3.5')") from None
+        if spec is None:
+            continue
+        try:
+            SpecifierSet(spec)
+        except InvalidSpecifier:
+            raise at.error(where, f"'{spec}' is not a PEP 440 version specifier (e.g. '>=3.5')") from None
 
 
-def _check_confs(path: Path, data: dict, lines: dict) -> None:
+def _check_stream_shape(at: _Where, data: dict) -> None:
+    if "stream" in data:
+        _check_stream(at.path, data, at.lines)
+
+
+def _check_confs(at: _Where, data: dict) -> None:
     """Only allow-listed runtime configs, each with a value of its type."""
     settings = [(("spark_conf", key), key, value) for key, value in data.get("spark_conf", {}).items()]
     for key, values in data.get("matrix", {}).get("conf", {}).items():
@@ -404,7 +404,18 @@ def _check_confs(path: Path, data: dict, lines: dict) -> None:
         try:
             confs.check(key, value)
         except confs.ConfError as exc:
-            raise ScenarioError(path, _line_for(lines, where), _dotted(where), str(exc)) from None
+            raise at.error(where, str(exc)) from None
+
+
+# What a schema cannot say, one rule each, in the order a person fixes a file.
+SEMANTIC_CHECKS = (_check_join_tables, _check_columns, _check_join_columns, _check_stream_shape,
+                   _check_all_hints, _check_confs, _check_version_specifiers)
+
+
+def _check_semantics(path: Path, data: dict, lines: dict) -> None:
+    at = _Where(path, lines)
+    for check in SEMANTIC_CHECKS:
+        check(at, data)
 
 
 def sql_texts(data: dict):
@@ -545,11 +556,3 @@ def stable_seed(*parts) -> int:
     """A 63-bit seed from the parts, identical in every process (unlike Python's hash())."""
     digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
     return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF_FFFF_FFFF
-
-
-def normalize_strategy(name: str | None) -> str | None:
-    return None if name is None else STRATEGY_NAMES[name]
-
-
-def normalize_build_side(name: str | None) -> str | None:
-    return None if name is None else BUILD_SIDES[name]

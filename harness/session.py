@@ -20,6 +20,8 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
+from .options import RunOptions
+from .plans import PLAN_TEXT_LIMIT
 from .util import printable
 
 HINT_LOGGERS = ("org.apache.spark.sql.catalyst.analysis.HintErrorLogger",
@@ -54,7 +56,6 @@ log4j.appender.hints.layout.ConversionPattern=%m%n
 """
 
 
-PLAN_STRING_LIMIT = 20_000
 NOTHING_MATCHES = "(?!)"  # a regular expression no method name matches
 STOP_GRACE_S = float(os.environ.get("HARNESS_STOP_GRACE_S", "20"))
 EXIT_GRACE_S = float(os.environ.get("HARNESS_EXIT_GRACE_S", "40"))
@@ -98,7 +99,10 @@ def _quiet_python_side_logs() -> None:
 
 
 class Session:
-    def __init__(self, master: str = "local[2]", extra_conf: dict | None = None):
+    def __init__(self, options: RunOptions | None = None):
+        options = options or RunOptions.from_env()
+        self.options = options
+        master = options.master
         ensure_java()
         # Python workers must be this interpreter, not whatever `python3` is on PATH.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -106,7 +110,7 @@ class Session:
 
         # Parquet/catalog tables and stream sources live here: on a cluster it must be a
         # path every executor sees (HARNESS_WORK_DIR, e.g. a shared mount).
-        self.workdir = Path(tempfile.mkdtemp(prefix="join-harness-", dir=os.environ.get("HARNESS_WORK_DIR")))
+        self.workdir = Path(tempfile.mkdtemp(prefix="join-harness-", dir=options.work_dir))
         atexit.register(shutil.rmtree, self.workdir, True)
         self.hint_log = self.workdir / "hints.log"
         self.hint_log.touch()
@@ -115,7 +119,7 @@ class Session:
         builder = (SparkSession.builder.master(master).appName(f"join-harness-{os.getpid()}")
                    .config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.driver.memory", os.environ.get("HARNESS_DRIVER_MEMORY", "3g"))
+                   .config("spark.driver.memory", options.driver_memory)
                    .config("spark.driver.extraJavaOptions", java_opts)
                    .config("spark.sql.warehouse.dir", str(self.workdir / "warehouse"))
                    .config("spark.sql.session.timeZone", "UTC")
@@ -127,8 +131,8 @@ class Session:
                    .config("spark.sql.reflect.allowList", NOTHING_MATCHES)
                    # Faker pools are plan literals: building full plan strings costs
                    # tens of ms per case; reports keep at most this much anyway.
-                   .config("spark.sql.maxPlanStringLength", str(PLAN_STRING_LIMIT)))
-        for key, value in (extra_conf or {}).items():
+                   .config("spark.sql.maxPlanStringLength", str(PLAN_TEXT_LIMIT)))
+        for key, value in options.spark_conf.items():
             builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
         self.spark.sparkContext.setLogLevel("ERROR")
@@ -141,7 +145,7 @@ class Session:
             "python": platform.python_version(),
         }
         self.master = master
-        self.deployment = deployment(master)
+        self.deployment = options.deployment
         self._local_shape: dict | None = None
         self._defaults: dict[str, str | None] = {}
         self.abandoned: str | None = None
@@ -371,7 +375,9 @@ _SESSION: Session | None = None
 _SESSION_LOCK = threading.Lock()
 
 
-def get_session(master: str | None = None) -> Session:
+def get_session(options: RunOptions | None = None) -> Session:
+    """This process's session, built from `options` the first time (and again after the
+    previous one was abandoned or its JVM died)."""
     global _SESSION
     with _SESSION_LOCK:
         if _SESSION is not None and _SESSION.abandoned:
@@ -383,7 +389,7 @@ def get_session(master: str | None = None) -> Session:
         if _SESSION is None or _SESSION.abandoned:
             from .datagen import forget_tables
             forget_tables()
-            _SESSION = Session(master or os.environ.get("HARNESS_SPARK_MASTER", "local[2]"), extra_conf())
+            _SESSION = Session(options or (_SESSION.options if _SESSION is not None else None))
         return _SESSION
 
 
@@ -406,13 +412,6 @@ def forget_jvm() -> None:
     SparkSession._activeSession = None
 
 
-def extra_conf() -> dict:
-    """Spark configs for the session from `--spark-conf KEY=VALUE` / `--spark-conf-file`
-    (passed to workers as JSON in $HARNESS_SPARK_CONF): executor settings for a cluster."""
-    import json
-    return json.loads(os.environ.get("HARNESS_SPARK_CONF") or "{}")
-
-
 def read_conf_file(path: str) -> dict:
     """spark-defaults.conf style: `key value` or `key=value` per line, # comments."""
     conf = {}
@@ -425,8 +424,3 @@ def read_conf_file(path: str) -> dict:
             raise ValueError(f"{path}:{number}: expected 'key value' or 'key=value', got: {line}")
         conf[key.strip()] = value.strip()
     return conf
-
-
-def deployment(master: str | None) -> str:
-    """`local` for embedded local mode, `cluster` for any cluster master."""
-    return "local" if (master or "local").startswith("local") else "cluster"

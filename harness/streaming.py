@@ -21,6 +21,7 @@ import time
 import uuid
 
 from . import plans
+from .query import build_query
 from .scenario import Case
 
 FLUSH_DAYS = (30, 60)
@@ -65,7 +66,7 @@ def _latest_event_time(tables: dict, watermarks: dict) -> str:
     return max(latest) if latest else "1970-01-01 00:00:00"
 
 
-def run_stream(session, scope, case: Case, tables: dict, build_query) -> dict:
+def run_stream(session, scope, case: Case, tables: dict) -> dict:
     """Run the scenario's join over streams; returns the executed plan, the sink's rows
     as a DataFrame, and the number of micro-batches."""
     spark = session.spark

@@ -23,6 +23,32 @@ def one_line(text: str) -> str:
     return printable(re.sub(r"[\r\n\t]+", " ", str(text)))
 
 
+# The checkout (or installed tree) the harness runs from.
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def display_path(path) -> str:
+    """A path relative to the working directory when it lies below it."""
+    try:
+        return str(Path(path).resolve().relative_to(os.getcwd()))
+    except ValueError:
+        return str(path)
+
+
+def clock(seconds: float) -> str:
+    """2m05s / 42s: durations in progress lines and timing tables."""
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def jinja_env():
+    """The one template environment of every page (autoescaped)."""
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+    return Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
+                       trim_blocks=True, lstrip_blocks=True)
+
+
 TEMP_MARK = ".tmp-"
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from harness import datagen
-from harness.runner import _checksum_text, checksum_frame
+from harness.query import checksum_frame, checksum_text as _checksum_text
 
 SPEC = {
     "rows": 20000,

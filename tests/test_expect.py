@@ -1,5 +1,7 @@
 """Expectation resolution (version specifiers, matrix values) and comparison."""
 from harness import expect
+from harness.options import deployment
+from harness.records import Observation
 from harness.scenario import expand, load_scenario
 from tests.conftest import MINIMAL
 
@@ -32,9 +34,9 @@ def test_version_specific_overrides(write_scenario):
 
 def observed(strategy="BroadcastHashJoin", build="right", **extra):
     node = {"strategy": strategy, "build_side": build}
-    return {"initial": {"joins": [node]}, "final": None, "rows": 10, "checksum": "00000000000000aa",
-            "warnings": [], "estimates": [{"left": {"size_in_bytes": 800}, "right": {"size_in_bytes": 80}}],
-            "error": None, **extra}
+    return Observation.from_json({
+        "initial": {"joins": [node]}, "final": None, "rows": 10, "checksum": "00000000000000aa", "warnings": [],
+        "estimates": [{"left": {"size_in_bytes": 800}, "right": {"size_in_bytes": 80}}], "error": None, **extra})
 
 
 def test_compare_passes_and_fails_on_strategy_and_build_side():
@@ -87,21 +89,21 @@ def test_join_order_skew_and_null_aware_per_node():
         expect._normalize_node({"strategy": "SMJ", "tables": ["vb", "s2"], "skew": True}),
     ]}
     joins = [_node("SortMergeJoin", tables=["s1", "s2", "vb"]), _node("SortMergeJoin", tables=["s2", "vb"], skew=True)]
-    assert expect.compare(expected, {"initial": {"joins": joins}}) == []
+    assert expect.compare(expected, Observation.from_json({"initial": {"joins": joins}})) == []
     joins[1] = _node("SortMergeJoin", tables=["b", "vb"], skew=True)
-    [problem] = expect.compare(expected, {"initial": {"joins": joins}})
+    [problem] = expect.compare(expected, Observation.from_json({"initial": {"joins": joins}}))
     assert problem == ("initial plan join #2: expected SortMergeJoin [skew] of s2+vb, "
                        "observed SortMergeJoin [skew] of b+vb")
     joins[1] = _node("SortMergeJoin", tables=["s2", "vb"])
-    assert expect.compare(expected, {"initial": {"joins": joins}})
+    assert expect.compare(expected, Observation.from_json({"initial": {"joins": joins}}))
     naaj = {"plan": "initial", "joins": [{"strategy": "BroadcastHashJoin", "null_aware": True}]}
-    assert expect.compare(naaj, {"initial": {"joins": [_node("BroadcastHashJoin", "right", null_aware=True)]}}) == []
-    assert expect.compare(naaj, {"initial": {"joins": [_node("BroadcastHashJoin", "right")]}})
+    assert expect.compare(naaj, Observation.from_json({"initial": {"joins": [_node("BroadcastHashJoin", "right", null_aware=True)]}})) == []
+    assert expect.compare(naaj, Observation.from_json({"initial": {"joins": [_node("BroadcastHashJoin", "right")]}}))
 
 
 def test_operator_counts_exact_and_bounded():
     counts = {"ReusedSubquery": 1, "Subquery": 1, "SortMergeJoin": 1}
-    seen = {"initial": {"joins": [], "operators": {}}, "final": {"joins": [], "operators": counts}}
+    seen = Observation.from_json({"initial": {"joins": [], "operators": {}}, "final": {"joins": [], "operators": counts}})
     assert expect.compare({"plan": "final", "operators": {"ReusedSubquery": 1, "Subquery": {"min": 1}}}, seen) == []
     assert expect.compare({"plan": "final", "operators": {"ReusedSubquery": 0}}, seen) == \
         ["expected 0 ReusedSubquery operator(s), observed 1"]
@@ -112,17 +114,14 @@ def test_operator_counts_exact_and_bounded():
         ["expected 1 Subquery operator(s), observed 0"]
 
 
-def test_overrides_can_name_the_deployment(write_scenario, monkeypatch):
+def test_overrides_can_name_the_deployment(write_scenario):
     text = MINIMAL.replace("  build_side: right\n", "  build_side: right\n  overrides:\n"
                                                      "    - when: {deployment: cluster}\n"
                                                      "      strategy: SortMergeJoin\n")
     case = expand(load_scenario(write_scenario(text)))[0]
-    monkeypatch.delenv("HARNESS_SPARK_MASTER", raising=False)
     assert expect.resolve(case, "4.3.0")["strategy"] == "BroadcastHashJoin"
-    monkeypatch.setenv("HARNESS_SPARK_MASTER", "spark://10.0.0.1:7077")
-    assert expect.resolve(case, "4.3.0")["strategy"] == "SortMergeJoin"
-    monkeypatch.setenv("HARNESS_SPARK_MASTER", "local[4]")
-    assert expect.resolve(case, "4.3.0")["strategy"] == "BroadcastHashJoin"
+    assert expect.resolve(case, "4.3.0", deployment("spark://10.0.0.1:7077"))["strategy"] == "SortMergeJoin"
+    assert expect.resolve(case, "4.3.0", deployment("local[4]"))["strategy"] == "BroadcastHashJoin"
 
 
 def test_base_expectations_scoped_to_versions_leave_others_observed(write_scenario):

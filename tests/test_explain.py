@@ -21,14 +21,14 @@ def test_explain_prints_the_rules_next_to_what_spark_chose(write_scenario, sessi
 def test_strategy_predicted_holds_spark_to_the_rules(write_scenario, session):
     text = MINIMAL.replace("  strategy: BroadcastHashJoin\n  build_side: right\n", "  strategy: predicted\n")
     case = expand(load_scenario(write_scenario(text)))[0]
-    record = run_case(case, session)
+    record = run_case(case, session).to_json()
     assert record["status"] == "passed", record["message"]
     assert record["expected"]["strategy"] == model.BHJ and record["expected"]["build_side"] == "right"
     assert record["model"]["agrees"] and not record["model"]["drift"]
     # With the threshold disabled the prediction moves with Spark: sort-merge, still passing.
     text = text.replace("expect:", "spark_conf:\n  spark.sql.autoBroadcastJoinThreshold: -1\nexpect:")
     case = expand(load_scenario(write_scenario(text, "off.yaml")))[0]
-    record = run_case(case, session)
+    record = run_case(case, session).to_json()
     assert record["status"] == "passed" and record["expected"]["strategy"] == model.SMJ
     assert "autoBroadcastJoinThreshold -1 disables broadcasting" in record["model"]["explanation"]
     assert expect.resolve(case, "4.3.0")["strategy"] == "predicted"

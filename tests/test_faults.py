@@ -5,7 +5,8 @@ import time
 
 from harness import session as session_module
 from harness.scenario import expand, load_scenario
-from harness.runner import run_agreement, run_case
+from harness.agreement import run_agreement
+from harness.runner import run_case
 from tests.conftest import MINIMAL
 
 pytest_plugins = ["pytester"]
@@ -30,19 +31,19 @@ def _only_case(path):
 def test_overrunning_case_is_cancelled_and_the_session_stays_usable(write_scenario, session):
     case = _only_case(write_scenario(ENDLESS))
     started = time.perf_counter()
-    record = run_case(case, session)
+    record = run_case(case, session).to_json()
     assert record["status"] == "timeout"
     assert "cancelled after 2 s" in record["message"]
     assert time.perf_counter() - started < 15
     assert not session.abandoned
-    follow_up = run_case(_only_case(write_scenario(MINIMAL, "ok.yaml")), session)
+    follow_up = run_case(_only_case(write_scenario(MINIMAL, "ok.yaml")), session).to_json()
     assert follow_up["status"] == "passed", follow_up["message"]
 
 
 def test_agreement_check_shares_one_timeout(write_scenario, session):
     case = _only_case(write_scenario(ENDLESS))
     started = time.perf_counter()
-    record = run_agreement(case, session)
+    record = run_agreement(case, session).to_json()
     assert record["status"] == "timeout"
     assert time.perf_counter() - started < 15  # not 2 s per forced strategy
 
@@ -52,12 +53,12 @@ def test_case_ignoring_cancellation_gets_its_context_stopped(write_scenario, ses
     monkeypatch.setattr(session_module.CaseScope, "_cancel_jobs", lambda self: None)
     monkeypatch.setattr(session_module, "STOP_GRACE_S", 1.0)
     case = _only_case(write_scenario(ENDLESS))
-    record = run_case(case, session)
+    record = run_case(case, session).to_json()
     assert record["status"] == "timeout"
     assert "SparkContext stopped" in record["message"]
     fresh = session_module.get_session()
     assert fresh is not session and not fresh.abandoned
-    follow_up = run_case(_only_case(write_scenario(MINIMAL, "ok.yaml")), fresh)
+    follow_up = run_case(_only_case(write_scenario(MINIMAL, "ok.yaml")), fresh).to_json()
     assert follow_up["status"] == "passed", follow_up["message"]
 
 

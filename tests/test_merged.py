@@ -21,7 +21,7 @@ def test_versions_side_by_side_with_changes_marked(tmp_path):
     assert data["versions"] == ["3.5.7", "3.10.0", "4.3.0"]  # version order, not text order
     cells = data["rows"][0]["cells"]
     assert [cells[v]["changed"] for v in data["versions"]] == [False, False, True]
-    assert cells["4.3.0"]["initial"] == "BroadcastHashJoin (right)"
+    assert cells["4.3.0"]["initial"] == "BroadcastHashJoin (build right)"
     assert data["upgrades"]["3.10.0|4.3.0"]["strategy"] == [
         ("c[inner]", "initial: SortMergeJoin → BroadcastHashJoin (build right)")]
     assert "3.5.7|3.10.0" in data["upgrades"] and data["upgrades"]["3.5.7|3.10.0"] == {}

@@ -3,6 +3,7 @@ import pytest
 
 from harness.model import (BHJ, BNLJ, CP, SHJ, SMJ, JoinInputs, Settings, evaluate, parse_bytes, predict_final,
                            predict)
+from harness.records import Observation
 
 MB10 = 10 * 1024 * 1024
 
@@ -138,12 +139,12 @@ def test_evaluate_marks_drift_against_the_observed_plan():
                                "logical": {"join_type": "Inner", "equi": True, "orderable": True,
                                            "hints": {"left": [], "right": []}}}],
                 "initial": {"joins": [{"strategy": SMJ, "build_side": "none"}]}, "join_conf": {}}
-    verdict = evaluate(observed, "4.3.0")
+    verdict = evaluate(Observation.from_json(observed), "4.3.0")
     assert verdict["strategy"] == BHJ and verdict["drift"] and not verdict["agrees"]
     observed["initial"]["joins"] = [{"strategy": BHJ, "build_side": "right"}]
-    assert evaluate(observed, "4.3.0")["agrees"]
+    assert evaluate(Observation.from_json(observed), "4.3.0")["agrees"]
     observed["estimates"], observed["initial"]["joins"] = [], []
-    assert evaluate(observed, "4.3.0")["strategy"] == "none"  # the optimizer removed the join
+    assert evaluate(Observation.from_json(observed), "4.3.0")["strategy"] == "none"  # the optimizer removed the join
 
 
 def _runtime(left_size, right_size, right_parts=(50, 3), max_partition=1_000):

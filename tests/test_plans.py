@@ -61,11 +61,11 @@ def test_chain_reports_every_join_in_order(session):
 
 
 def test_java_errors_are_one_line_with_class(session):
-    from harness.runner import describe_error
+    from harness.spark_errors import describe_error
     try:
         session.spark.sparkContext._jvm.java.lang.Integer.parseInt("x")
     except Exception as exc:
         error = describe_error(exc)
-    assert error["class"] == "NumberFormatException"
-    assert error["java_class"] == "java.lang.NumberFormatException"
-    assert error["message"] == 'For input string: "x"'
+    assert error.cls == "NumberFormatException"
+    assert error.java_class == "java.lang.NumberFormatException"
+    assert error.message == 'For input string: "x"'

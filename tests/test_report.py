@@ -10,7 +10,7 @@ from tests.conftest import MINIMAL
 def test_real_run_writes_valid_reports(session, write_scenario, tmp_path):
     text = MINIMAL.replace("expect:", "matrix:\n  join_type: [inner, full_outer]\nexpect:") + \
         "  overrides:\n    - when: {join_type: full_outer}\n      strategy: SortMergeJoin\n"
-    records = [run_case(case, session) for case in expand(load_scenario(write_scenario(text)))]
+    records = [run_case(case, session).to_json() for case in expand(load_scenario(write_scenario(text)))]
     assert [r["status"] for r in records] == ["passed", "passed"]
     records[1]["status"], records[1]["message"] = "failed", "initial plan: expected X"
     written = report.write_reports(tmp_path / "reports", records, [{"file": "bad.yaml", "message": "bad.yaml:3: x"}])

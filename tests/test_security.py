@@ -190,18 +190,18 @@ def test_time_zone_and_ansi_shape_generated_data(session, write_scenario):
     utc = hour_of_epoch.replace("id: minimal", "id: utc").replace("[[16]]", "[[0]]")
     la = hour_of_epoch.replace("id: minimal", "id: la") + "spark_conf:\n  spark.sql.session.timeZone: America/Los_Angeles\n"
     for text, name in ((utc, "utc.yaml"), (la, "la.yaml"), (utc, "utc_again.yaml")):
-        record = run_case(expand(load_scenario(write_scenario(text, name)))[0], session)
+        record = run_case(expand(load_scenario(write_scenario(text, name)))[0], session).to_json()
         assert record["status"] == "passed", record["message"]
     ansi = MINIMAL.replace("k: {sequence: {}}", "k: {sequence: {}}\n      bad: {expr: \"CAST(concat('x', id) AS INT)\"}")
     ansi = ansi.replace("id: minimal", "id: ansi") + \
         "spark_conf:\n  spark.sql.ansi.enabled: true\n".replace("expect:", "expect:")
     ansi = ansi.replace("  strategy: BroadcastHashJoin\n  build_side: right\n",
                         "  plan: final\n  error: {message: \"CAST|cast|NumberFormat\"}\n")
-    record = run_case(expand(load_scenario(write_scenario(ansi, "ansi.yaml")))[0], session)
+    record = run_case(expand(load_scenario(write_scenario(ansi, "ansi.yaml")))[0], session).to_json()
     assert record["status"] == "passed", record["message"]
     lenient = ansi.replace("id: ansi", "id: lenient").replace("spark.sql.ansi.enabled: true", "spark.sql.ansi.enabled: false")
     lenient = lenient.replace("  error: {message: \"CAST|cast|NumberFormat\"}\n", "  rows: 100\n")
-    record = run_case(expand(load_scenario(write_scenario(lenient, "lenient.yaml")))[0], session)
+    record = run_case(expand(load_scenario(write_scenario(lenient, "lenient.yaml")))[0], session).to_json()
     assert record["status"] == "passed", record["message"]
 
 
@@ -287,10 +287,10 @@ def test_a_dead_jvm_is_replaced_and_the_lost_case_recorded(pytester):
 def test_lost_agreement_record_renders_in_the_merged_page(write_scenario):
     from harness.merged import matrix_data
     from harness.report import build_results
-    from harness.runner import agreement_id, lost_record
+    from harness.agreement import lost_record
     case = expand(load_scenario(write_scenario(MINIMAL)))[0]
     versions = {"spark": "4.3.0", "java": "17", "python": "3.11"}
-    lost = lost_record(case, agreement_id(case), versions, "local[2]", "worker process lost: crashed")
+    lost = lost_record(case, versions, "local[2]", "worker process lost: crashed").to_json()
     assert lost["kind"] == "agreement" and lost["status"] == "error"
     data = matrix_data({"4.3.0": build_results([lost], [])})
     assert data["rows"][0]["cells"]["4.3.0"]["status"] == "error"
@@ -406,7 +406,7 @@ def test_control_characters_from_spark_errors_are_escaped(session, write_scenari
     # Spark's message names the unknown function: ESC [31m and BEL come back from the JVM.
     text = MINIMAL.replace("k: {sequence: {}}", "k: {expr: \"`no_such\\e[31mred\\a`(id)\"}")
     text = text.replace("  build_side: right\n", "  rows: 1\n")
-    record = run_case(expand(load_scenario(write_scenario(text)))[0], session)
+    record = run_case(expand(load_scenario(write_scenario(text)))[0], session).to_json()
     assert record["status"] == "error"
     assert "\\x1b[31mred\\x07" in record["message"]
     assert "\x1b" not in json.dumps(record, ensure_ascii=False)

@@ -1,0 +1,247 @@
+"""Expectations: which apply to a case on a Spark version, and how observations compare.
+
+`resolve` merges the scenario's base expectations with every override whose `when`
+matches the case (Spark version by PEP 440 specifier, matrix values); later overrides
+win. `compare` returns one short line per mismatch, so a failing case reads like the
+rule it broke.
+"""
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+
+from packaging.specifiers import SpecifierSet
+
+from .records import Observation, SparkError
+from .scenario import Case, as_hint_list, hint_name
+from .vocab import JOIN_TYPES, describe_join, normalize_build_side, normalize_strategy, spark_version
+
+EXPECTATION_KEYS = ("strategy", "build_side", "joins", "plan", "rows", "checksum", "result_rows",
+                    "error", "warnings", "estimates", "operators")
+# Keys that can only be checked by running the query.
+EXECUTION_KEYS = ("rows", "checksum", "result_rows")
+
+
+def _hint_names(value) -> list[str]:
+    return [hint_name(h).upper() for h in as_hint_list(value)]
+
+
+def _conf_equal(expected, actual) -> bool:
+    if isinstance(expected, dict) or isinstance(actual, dict):
+        return expected == actual
+
+    def norm(v):
+        return ("true" if v else "false") if isinstance(v, bool) else str(v).strip().lower()
+    return norm(expected) == norm(actual)
+
+
+def _version_in(specifier: str, version: str) -> bool:
+    return SpecifierSet(specifier).contains(spark_version(version), prereleases=True)
+
+
+def when_matches(when: dict, case: Case, version: str, deployment: str = "local") -> bool:
+    if "spark" in when and not _version_in(when["spark"], version):
+        return False
+    if "join_type" in when:
+        wanted = when["join_type"] if isinstance(when["join_type"], list) else [when["join_type"]]
+        if case.join_type not in {JOIN_TYPES[w] for w in wanted}:
+            return False
+    if "api" in when and case.join.get("api", "dataframe") != when["api"]:
+        return False
+    if "deployment" in when and when["deployment"] != deployment:
+        return False
+    for side in ("left", "right"):
+        key = f"{side}_hints"
+        if key in when and _hint_names(when[key]) != _hint_names(case.join.get("hints", {}).get(side)):
+            return False
+    for key, value in when.get("conf", {}).items():
+        if key not in case.spark_conf or not _conf_equal(value, case.spark_conf[key]):
+            return False
+    return True
+
+
+def resolve(case: Case, version: str, deployment: str = "local") -> dict:
+    """The expectations in force for this case on this Spark version and deployment
+    (`local` or `cluster`)."""
+    base_applies = "spark" not in case.expect or _version_in(case.expect["spark"], version)
+    expected = {k: case.expect[k] for k in EXPECTATION_KEYS if k in case.expect and base_applies}
+    for override in case.overrides:
+        if when_matches(override["when"], case, version, deployment):
+            if "strategy" in override and "build_side" not in override:
+                expected.pop("build_side", None)  # a build side belongs to the strategy it was written for
+            for key in EXPECTATION_KEYS:
+                if key in override:
+                    expected[key] = override[key]
+    if expected.get("error") is None:
+        expected.pop("error", None)
+    if "strategy" in expected:
+        expected["strategy"] = normalize_strategy(expected["strategy"])
+    if "build_side" in expected:
+        expected["build_side"] = normalize_build_side(expected["build_side"])
+    if "joins" in expected:
+        expected["joins"] = [_normalize_node(j) for j in expected["joins"]]
+    expected.setdefault("plan", "initial")
+    return expected
+
+
+def _normalize_node(node: dict) -> dict:
+    normalized = {**node, "strategy": normalize_strategy(node["strategy"])}
+    if "build_side" in node:
+        normalized["build_side"] = normalize_build_side(node["build_side"])
+    if "tables" in node:
+        normalized["tables"] = sorted(t.lower() for t in node["tables"])
+    return normalized
+
+
+def needs_execution(expected: dict) -> bool:
+    return any(k in expected for k in EXECUTION_KEYS) or expected["plan"] in ("final", "both")
+
+
+def has_assertions(expected: dict) -> bool:
+    return any(k in expected for k in EXPECTATION_KEYS if k != "plan")
+
+
+# --------------------------------------------------------------------------- compare
+
+def _node_matches(want: dict, got: dict) -> bool:
+    return (want["strategy"] == got["strategy"]
+            and want.get("build_side", got["build_side"]) == got["build_side"]
+            and want.get("skew", got.get("skew", False)) == got.get("skew", False)
+            and want.get("null_aware", got["null_aware"]) == got["null_aware"]
+            and ("tables" not in want or want["tables"] == sorted(got.get("tables") or [])))
+
+
+def _compare_plan(expected: dict, joins: list[dict], which: str) -> list[str]:
+    problems = []
+    top = joins[0] if joins else None
+    if "strategy" in expected:
+        want = expected["strategy"]
+        got = top["strategy"] if top else "none"
+        if want != got:
+            problems.append(f"{which} plan: expected {want}, observed {describe_join(top, tables=True)}")
+    if "build_side" in expected and top is not None:
+        if expected["build_side"] != top["build_side"] and ("strategy" not in expected or not problems):
+            problems.append(f"{which} plan: expected build side {expected['build_side']}, observed {describe_join(top, tables=True)}")
+    if "joins" in expected:
+        want_nodes = expected["joins"]
+        if len(want_nodes) != len(joins):
+            problems.append(f"{which} plan: expected {len(want_nodes)} join(s), observed {len(joins)}: "
+                            + ", ".join(describe_join(j, tables=True) for j in joins))
+        else:
+            for i, (want, got) in enumerate(zip(want_nodes, joins)):
+                if not _node_matches(want, got):
+                    problems.append(f"{which} plan join #{i + 1}: expected {describe_join(want, tables=True)}, observed {describe_join(got, tables=True)}")
+    return problems
+
+
+def _normalize_value(value):
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float, Decimal)):
+        return float(value)
+    if hasattr(value, "isoformat"):
+        return value.isoformat().replace("T", " ")
+    return str(value)
+
+
+def _row_key(row) -> tuple:
+    return tuple((v is None, str(type(v).__name__), v if v is not None else 0) for v in row)
+
+
+def normalize_rows(rows) -> list[list]:
+    normalized = [[_normalize_value(v) for v in row] for row in rows]
+    return sorted(normalized, key=_row_key)
+
+
+def _rows_equal(expected: list, observed: list) -> bool:
+    if len(expected) != len(observed):
+        return False
+    for e_row, o_row in zip(expected, observed):
+        if len(e_row) != len(o_row):
+            return False
+        for e, o in zip(e_row, o_row):
+            if isinstance(e, float) and isinstance(o, float):
+                if not math.isclose(e, o, rel_tol=1e-9, abs_tol=1e-9):
+                    return False
+            elif e != o:
+                return False
+    return True
+
+
+def _compare_error(expected: dict, observed_error: SparkError | None) -> list[str]:
+    want = expected.get("error")
+    if want is None:
+        if observed_error:
+            return [f"unexpected error {observed_error.cls}: {observed_error.message}"]
+        return []
+    if not observed_error:
+        return [f"expected error {want.get('class', '')} /{want.get('message', '')}/ but the query succeeded"]
+    problems = []
+    if "class" in want and want["class"] not in (observed_error.cls, observed_error.java_class) \
+            and not observed_error.java_class.endswith("." + want["class"]):
+        problems.append(f"expected error class {want['class']}, observed {observed_error.cls}")
+    if "message" in want and not re.search(want["message"], observed_error.message):
+        problems.append(f"error message /{want['message']}/ not found in: {observed_error.message}")
+    return problems
+
+
+def _within(value: int, bounds) -> bool:
+    if isinstance(bounds, int):
+        return value == bounds
+    return bounds.get("min", value) <= value <= bounds.get("max", value)
+
+
+def _compare_operators(expected: dict, counts: dict) -> list[str]:
+    problems = []
+    for name, bounds in expected.items():
+        seen = counts.get(name, 0)
+        if not _within(seen, bounds):
+            problems.append(f"expected {bounds} {name} operator(s), observed {seen}")
+    return problems
+
+
+def compare(expected: dict, observed: Observation) -> list[str]:
+    """Mismatches between what a case expects and what Spark did, one line each."""
+    if observed.error or "error" in expected:
+        problems = _compare_error(expected, observed.error)
+        if problems or observed.error:
+            return problems
+    problems: list[str] = []
+    plan_mode = expected["plan"]
+    if plan_mode in ("initial", "both"):
+        problems += _compare_plan(expected, observed.initial.joins, "initial")
+    if plan_mode in ("final", "both"):
+        problems += _compare_plan(expected, observed.checked_plan("final").joins, "final")
+    if "rows" in expected and observed.rows != expected["rows"]:
+        problems.append(f"expected {expected['rows']} rows, observed {observed.rows}")
+    if "checksum" in expected and observed.checksum != expected["checksum"]:
+        problems.append(f"expected checksum {expected['checksum']}, observed {observed.checksum}")
+    if "result_rows" in expected:
+        want = normalize_rows(expected["result_rows"])
+        got = observed.result_rows
+        if got is None or not _rows_equal(want, got):
+            problems.append(f"result rows differ: expected {want[:5]}{'...' if len(want) > 5 else ''}, "
+                            f"observed {(got or [])[:5]}{'...' if got and len(got) > 5 else ''}")
+    if "warnings" in expected:
+        seen = observed.warnings or []
+        if not expected["warnings"] and seen:
+            problems.append(f"expected no hint warnings, observed: {seen[0]}")
+        for pattern in expected["warnings"]:
+            if not any(re.search(pattern, line) for line in seen):
+                problems.append(f"no hint warning matches /{pattern}/ (observed: {seen or 'none'})")
+    if "operators" in expected:
+        problems += _compare_operators(expected["operators"], observed.checked_plan(plan_mode).operators or {})
+    if "estimates" in expected:
+        estimates = observed.estimates or []
+        top = estimates[0] if estimates else None
+        for side, bounds in expected["estimates"].items():
+            if top is None:
+                problems.append(f"no join estimate to check {side} against")
+                continue
+            size = top[side]["size_in_bytes"]
+            if "min" in bounds and size < bounds["min"]:
+                problems.append(f"{side} estimate {size:,} B is below the expected minimum {bounds['min']:,} B")
+            if "max" in bounds and size > bounds["max"]:
+                problems.append(f"{side} estimate {size:,} B is above the expected maximum {bounds['max']:,} B")
+    return problems

@@ -1,0 +1,364 @@
+"""pytest adapter: scenario files become test items; results become reports.
+
+Thin by design: loading lives in harness.scenario, running in harness.runner, reports
+in harness.report. Each matrix expansion is one item (`id[label]`), plus one
+`id[<join type>-agree]` item per join type that checks every strategy gives the same
+answer. Under xdist, every worker keeps one SparkSession; each item's result record
+travels to the controller in `user_properties`, where the reports are written once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import pytest
+
+from . import report
+from .scenario import ScenarioError, expand, load_scenario
+from .options import RunOptions
+from .util import TEMP_MARK, clock, one_line
+
+RECORD_KEY = "harness_record"
+OPTIONS = pytest.StashKey[RunOptions]()
+FAILING = {"failed", "error", "timeout", "correctness"}
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("join-harness", "Spark join scenario harness")
+    group.addoption("--report-dir", default="reports",
+                    help="where reports/<spark-version>/ are written (default: reports)")
+    group.addoption("--no-report", action="store_true", help="do not write JSON/HTML/JUnit reports")
+    group.addoption("--spark-master", default=None,
+                    help="Spark master URL (default: local[2], or $HARNESS_SPARK_MASTER)")
+    group.addoption("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark config for the session, e.g. spark.executor.memory=2g (repeatable)")
+    group.addoption("--spark-conf-file", default=None, metavar="PATH",
+                    help="Spark configs for the session, spark-defaults.conf style (`key value` per line)")
+    group.addoption("--plan-text", choices=("all", "failed"), default=None,
+                    help="which cases keep their plan text in the report (default: all)")
+    group.addoption("--observe", action="store_true",
+                    help="survey: record what Spark does without checking the cases' expectations "
+                         "(cross-strategy result checks still run)")
+    group.addoption("--accept", action="store_true",
+                    help="after the run, write what this Spark version observed into the scenario files "
+                         "(python -m harness accept)")
+
+
+def _reporting(config) -> bool:
+    return not config.getoption("no_report") and not hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    config.addinivalue_line("markers", "agreement: cross-strategy result check of a scenario")
+    config._harness_ids = {}
+    # One broken scenario file must not stop the others from running.
+    config.option.continue_on_collection_errors = True
+    if _reporting(config) and not _report_dir_writable(config):
+        config.option.no_report = True
+    if _reporting(config):
+        config.pluginmanager.register(HarnessReporter(config), "join-harness-reporter")
+    # xdist workers get the same command line, so each builds the same options.
+    config.stash[OPTIONS] = RunOptions.from_env(
+        master=config.getoption("spark_master"), spark_conf=_session_conf(config),
+        plan_text=config.getoption("plan_text"), observe=config.getoption("observe"))
+    if _reporting(config) and getattr(config.option, "xmlpath", None) is None and _runs_scenarios(config):
+        # pytest's junitxml writes in place: it writes a temp file beside the target,
+        # which the reporter renames into place when the run ends (see pytest_unconfigure).
+        target = report.version_dir(config.getoption("report_dir"), report.installed_spark()) / "junit.xml"
+        config._harness_junit = (target.with_name(f".junit.xml{TEMP_MARK}{os.getpid()}-run.tmp"), target)
+        config.option.xmlpath = str(config._harness_junit[0])
+
+
+def _report_dir_writable(config) -> bool:
+    """An unwritable report folder is one line on the terminal, not a traceback: the run
+    goes on without reports and its exit code is the tests'."""
+    folder = Path(config.getoption("report_dir")) / report.installed_spark()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-probe{TEMP_MARK}{os.getpid()}-0.tmp"
+        probe.write_text("")
+        probe.unlink()
+        return True
+    except OSError as exc:
+        import sys
+        sys.stderr.write(one_line(f"join harness: reports are not written: cannot write to {folder} "
+                                  f"({exc.strerror or exc})") + "\n")
+        return False
+
+
+def options_of(config) -> RunOptions:
+    return config.stash[OPTIONS]
+
+
+def _session_conf(config) -> dict:
+    from .session import read_conf_file
+    conf = {}
+    if config.getoption("spark_conf_file"):
+        try:
+            conf.update(read_conf_file(config.getoption("spark_conf_file")))
+        except (OSError, ValueError) as exc:
+            raise pytest.UsageError(f"--spark-conf-file: {exc}") from None
+    for item in config.getoption("spark_conf"):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise pytest.UsageError(f"--spark-conf expects KEY=VALUE, got: {item}")
+        conf[key] = value
+    return conf
+
+
+def _runs_scenarios(config) -> bool:
+    args = config.args or [str(config.rootpath)]
+    return any("scenarios" in Path(a.split("::")[0]).resolve().parts or a.endswith((".yaml", ".yml")) for a in args)
+
+
+def pytest_collect_file(file_path: Path, parent):
+    if file_path.suffix not in (".yaml", ".yml"):
+        return None
+    explicit = {Path(a.split("::")[0]).resolve() for a in parent.config.args}
+    if "scenarios" in file_path.resolve().parts or file_path.resolve() in explicit:
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+# pytest's own marks: a folder or tag of that name would skip, xfail or break every item.
+RESERVED_MARKS = {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "tryfirst",
+                  "trylast", "agreement"}
+
+
+def marker_names(scenario) -> list[str]:
+    """The scenario's tags and its folder's name, as pytest markers (names pytest accepts)."""
+    names = [*scenario.data.get("tags", []), scenario.path.parent.name]
+    return list(dict.fromkeys(n for n in names if n.isidentifier() and not n.startswith("_")
+                              and n not in RESERVED_MARKS))
+
+
+class ScenarioFile(pytest.File):
+    def collect(self):
+        try:
+            scenario, cases = self._load()
+        except ScenarioError:
+            raise
+        except Exception as exc:  # whatever else goes wrong is this file's problem alone
+            raise ScenarioError(self.path, None, "", f"cannot be loaded ({type(exc).__name__}: {exc})") from None
+        marks = marker_names(scenario)
+        for mark in marks:
+            self.config.addinivalue_line("markers", f"{mark}: scenario tag")
+        from .agreement import agreement_label, agreement_representatives
+        for case in cases:
+            item = ScenarioItem.from_parent(self, name=case.case_id, case=case)
+            for mark in marks:
+                item.add_marker(mark)
+            yield item
+        for case in agreement_representatives(cases):
+            item = AgreementItem.from_parent(self, name=f"{scenario.id}[{agreement_label(case)}]", case=case)
+            item.add_marker("agreement")
+            for mark in marks:
+                item.add_marker(mark)
+            yield item
+
+    def _load(self):
+        scenario = load_scenario(self.path)
+        ids = self.config._harness_ids
+        owner = ids.setdefault(scenario.id, str(self.path))
+        if owner != str(self.path):
+            raise ScenarioError(self.path, scenario.line_of("id"), "id",
+                                f"duplicate id '{scenario.id}' (already used by {owner})")
+        cases = expand(scenario)
+        from .session import get_session
+        from .sqlguard import check_scenario
+        check_scenario(get_session(options_of(self.config)).spark, scenario)
+        return scenario, cases
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, ScenarioError):
+            return str(excinfo.value)
+        return one_line(f"{self.path}: cannot be loaded ({excinfo.type.__name__}: {excinfo.value})")
+
+
+class CaseFailed(Exception):
+    pass
+
+
+class ScenarioItem(pytest.Item):
+    def __init__(self, *, case, **kwargs):
+        super().__init__(**kwargs)
+        self.case = case
+
+    def _run(self, session):
+        from .runner import run_case
+        return run_case(self.case, session)
+
+    def runtest(self):
+        from .session import get_session
+        record = self._run(get_session(options_of(self.config)))
+        # The edge: the typed record becomes JSON here, and travels to the controller.
+        self.user_properties.append((RECORD_KEY, json.dumps(record.to_json(), default=str)))
+        if record.status == "skipped":
+            pytest.skip(record.message)
+        if record.status in FAILING:
+            raise CaseFailed(f"[{record.status}] {record.message}")
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, CaseFailed):
+            return one_line(f"{self.path}:{self.case.scenario.line_of('id')}: {self.name}: {excinfo.value}")
+        if isinstance(excinfo.value, ScenarioError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, (self.case.scenario.line_of("id") or 1) - 1, self.name
+
+
+class AgreementItem(ScenarioItem):
+    def _run(self, session):
+        from .agreement import run_agreement
+        return run_agreement(self.case, session)
+
+
+# --------------------------------------------------------------------------- controller
+
+class HarnessReporter:
+    """Gathers result records and invalid files on the controller; writes the reports."""
+
+    def __init__(self, config):
+        self.config = config
+        self.records: dict[str, dict] = {}
+        self.invalid: dict[str, str] = {}
+        self.lost: dict[str, str] = {}
+        self.written: list[Path] = []
+        self.failed_write = ""
+        self.progress = Progress(report.installed_spark(), config)
+
+    def pytest_collection_finish(self, session):
+        self.progress.start(len(session.items))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if not self.progress.total:
+            self.progress.start(len(ids))
+
+    def pytest_runtest_logreport(self, report):
+        self.progress.seen(report)
+        carried = False
+        for key, value in getattr(report, "user_properties", []):
+            if key == RECORD_KEY:
+                record = json.loads(value)
+                self.records[record["case_id"]] = record
+                carried = True
+        if report.failed and not carried and (".yaml::" in report.nodeid or ".yml::" in report.nodeid):
+            # No record came back: the worker died under the case (xdist says "crashed").
+            self.lost.setdefault(report.nodeid, str(report.longrepr).strip().splitlines()[-1][:500])
+
+    def pytest_collectreport(self, report):
+        if report.failed and str(report.nodeid).endswith((".yaml", ".yml")):
+            self.invalid[report.nodeid] = str(report.longrepr).strip().splitlines()[-1]
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        self._add_lost_records()
+        if not self.records and not self.invalid:
+            return
+        invalid = [{"file": nodeid, "message": message} for nodeid, message in self.invalid.items()]
+        report_dir = self.config.getoption("report_dir")
+        try:
+            self.written = report.write_reports(report_dir, list(self.records.values()), invalid)
+            from .merged import write_merged  # every version's results side by side
+            self.written.append(write_merged(report_dir))
+        except OSError as exc:
+            self.failed_write = one_line(f"join harness: reports not written to {report_dir}: {exc}")
+            return
+        if self.config.getoption("accept"):
+            from . import accept
+            accept.main([report.installed_spark()], report_dir)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config):
+        """pytest's junitxml has written its file (at session finish): move it into place."""
+        temp, target = getattr(config, "_harness_junit", (None, None))
+        if temp is not None and temp.exists():
+            try:
+                os.replace(temp, target)
+            except OSError:
+                temp.unlink(missing_ok=True)
+
+    def _add_lost_records(self):
+        from . import agreement, runner
+        known = next(iter(self.records.values()), None)
+        versions = known["versions"] if known else {"spark": report.installed_spark(), "java": "unknown",
+                                                    "python": platform.python_version()}
+        master = known["master"] if known else options_of(self.config).master
+        for nodeid, message in self.lost.items():
+            path, _, name = nodeid.partition("::")
+            try:
+                cases = expand(load_scenario(self.config.rootpath / path))
+            except (ScenarioError, OSError):
+                continue
+            by_id = {c.case_id: c for c in cases}
+            checks = {agreement.agreement_id(c): c for c in agreement.agreement_representatives(cases)}
+            if name in self.records:
+                continue
+            why = f"worker process lost: {message}"
+            if name in by_id:
+                self.records[name] = runner.lost_record(by_id[name], versions, master, why).to_json()
+            elif name in checks:
+                self.records[name] = agreement.lost_record(checks[name], versions, master, why).to_json()
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.failed_write:
+            terminalreporter.write_line(self.failed_write)
+        if self.written:
+            terminalreporter.write_sep("-", "join harness reports")
+            for path in self.written:
+                terminalreporter.write_line(f"  {path}")
+            junit = getattr(self.config, "_harness_junit", (None, None))[1]
+            if junit is not None:
+                terminalreporter.write_line(f"  {junit}")
+
+
+class Progress:
+    """Plain progress lines with an ETA: at every tenth of the items or every minute,
+    whichever comes first; readable in a terminal and in a CI log alike."""
+
+    EVERY_S = 60.0
+
+    def __init__(self, spark_version: str, config):
+        self.label = f"spark {spark_version}"
+        self.config = config
+        self.total = 0
+        self.done = 0
+        self.failing = 0
+        self.started = self.last_line = 0.0
+        self.next_tenth = 1
+
+    def start(self, total: int) -> None:
+        self.total = total
+        self.started = self.last_line = time.monotonic()
+
+    def seen(self, report) -> None:
+        if report.failed and report.when in ("setup", "call"):
+            self.failing += 1
+        if report.when != "teardown" or not self.total:
+            return
+        self.done += 1
+        now = time.monotonic()
+        tenth_reached = self.done * 10 >= self.next_tenth * self.total
+        if tenth_reached or now - self.last_line >= self.EVERY_S:
+            while self.done * 10 >= self.next_tenth * self.total:
+                self.next_tenth += 1
+            self.last_line = now
+            self._write(self.line(now - self.started))
+
+    def line(self, elapsed: float) -> str:
+        eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        return (f"[{self.label}] {self.done}/{self.total} items ({100 * self.done // self.total}%) · "
+                f"{clock(elapsed)} elapsed · ETA {clock(eta)} · {self.failing} failing")
+
+    def _write(self, text: str) -> None:
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:
+            terminal.write("\n")  # pytest's progress dots leave the line open
+            terminal.write_line(text)
+

@@ -1,0 +1,175 @@
+"""Reports: reports/<spark-version>/results.json (schemas/results.schema.json) and
+index.html, both written atomically (temp file + rename)."""
+from __future__ import annotations
+
+import collections
+import contextlib
+import fcntl
+import datetime as dt
+import json
+import os
+import platform
+from pathlib import Path
+
+import jsonschema
+
+from .util import atomic_write_text, jinja_env, remove_stale_temps
+from .scenario import SCHEMA_DIR
+
+STATUS_ORDER = {"correctness": 0, "failed": 1, "error": 2, "timeout": 3, "invalid": 4,
+                "observed": 5, "skipped": 6, "passed": 7}
+RESULTS_SCHEMA_VERSION = 1
+
+
+def installed_spark() -> str:
+    try:
+        from importlib.metadata import version
+        return version("pyspark")
+    except Exception:
+        return "unknown"
+
+
+def version_dir(report_dir: str | os.PathLike, spark_version: str) -> Path:
+    return Path(report_dir) / spark_version
+
+
+def top_join(record: dict, which: str) -> dict | None:
+    observed = record.get("observed") or {}
+    plan = observed.get(which) or {}
+    joins = plan.get("joins") or []
+    return joins[0] if joins else None
+
+
+def summarize(records: list[dict], invalid: list[dict]) -> dict:
+    statuses = collections.Counter(r["status"] for r in records)
+    if invalid:
+        statuses["invalid"] = len(invalid)
+    strategies = collections.Counter()
+    for record in records:
+        if record["kind"] != "case":
+            continue
+        node = top_join(record, "final") or top_join(record, "initial")
+        strategies[node["strategy"] if node else ("error" if record["observed"].get("error") else "none")] += 1
+    return {
+        "cases": sum(1 for r in records if r["kind"] == "case"),
+        "agreement_checks": sum(1 for r in records if r["kind"] == "agreement"),
+        "by_status": dict(sorted(statuses.items(), key=lambda kv: STATUS_ORDER.get(kv[0], 99))),
+        "by_strategy": dict(strategies.most_common()),
+        "total_case_seconds": round(sum(r["timings"]["total_s"] for r in records), 3),
+        "model": model_agreement(records),
+    }
+
+
+def model_agreement(records: list[dict]) -> dict:
+    """How often harness.model predicted the initial plan's top join, and where it did not."""
+    judged = [r for r in records if r["kind"] == "case" and r.get("model")]
+    drift = sorted(r["case_id"] for r in judged if r["model"]["drift"])
+    agree = len(judged) - len(drift)
+    finals = [r for r in judged if "final_agrees" in r["model"]]
+    final_drift = sorted(r["case_id"] for r in finals if not r["model"]["final_agrees"])
+    return {"judged": len(judged), "agree": agree,
+            "agreement_pct": round(100.0 * agree / len(judged), 1) if judged else None, "drift": drift,
+            "final_judged": len(finals), "final_agree": len(finals) - len(final_drift), "final_drift": final_drift,
+            "final_not_predicted": sum(1 for r in judged if r["observed"].get("final") and "final_agrees" not in r["model"])}
+
+
+def build_results(records: list[dict], invalid: list[dict]) -> dict:
+    records = sorted(records, key=lambda r: (STATUS_ORDER.get(r["status"], 99), r["file"], r["case_id"]))
+    versions = records[0]["versions"] if records else {"spark": installed_spark(), "java": "unknown",
+                                                       "python": platform.python_version()}
+    return {
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "versions": versions,
+        "master": records[0]["master"] if records else None,
+        "cluster": records[0].get("cluster") if records else None,
+        "summary": summarize(records, invalid),
+        "invalid": invalid,
+        "cases": records,
+    }
+
+
+def validate_results(results: dict) -> None:
+    schema = json.loads((SCHEMA_DIR / "results.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(results)
+
+
+def render_html(results: dict) -> str:
+    env = jinja_env()
+    env.filters["bytes"] = lambda n: "" if n is None else f"{n:,}"
+    env.globals["top_join"] = top_join
+    return env.get_template("report.html.j2").render(results=results)
+
+
+def write_reports(report_dir: str | os.PathLike, records: list[dict], invalid: list[dict]) -> list[Path]:
+    """Write this run's records into reports/<version>/ under a lock, keeping the records
+    of cases this run did not run (a partial or concurrent run never erases results)."""
+    version = records[0]["versions"]["spark"] if records else installed_spark()
+    target = version_dir(report_dir, version)
+    json_path, html_path = target / "results.json", target / "index.html"
+    with folder_lock(target):
+        remove_stale_temps(target)
+        ran_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        records = [{**r, "ran_at": r.get("ran_at") or ran_at} for r in records]
+        kept, kept_invalid = _kept_from_previous(json_path, records, invalid)
+        results = build_results(records + kept, invalid + kept_invalid)
+        validate_results(results)
+        atomic_write_text(json_path, json.dumps(results, indent=1, default=str))
+        atomic_write_text(html_path, render_html(results))
+    return [json_path, html_path]
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path):
+    """An exclusive lock on a report folder, held while its files are read and replaced."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _kept_from_previous(json_path: Path, records: list[dict], invalid: list[dict]) -> tuple[list, list]:
+    """The previous results' records of cases this run did not run and whose scenario still
+    defines them; the previous invalid files this run did not touch and that still exist."""
+    try:
+        previous = json.loads(json_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [], []
+    if not isinstance(previous, dict) or previous.get("schema_version") != RESULTS_SCHEMA_VERSION:
+        return [], []
+    ran = {r["case_id"] for r in records}
+    touched = {r["file"] for r in records} | {i["file"].split("::")[0] for i in invalid}
+    defined = _CaseIndex()
+    kept = [r for r in previous.get("cases", [])
+            if isinstance(r, dict) and r.get("case_id") not in ran and defined.has(r.get("file"), r.get("case_id"))]
+    kept_invalid = [i for i in previous.get("invalid", [])
+                    if isinstance(i, dict) and i.get("file", "").split("::")[0] not in touched
+                    and Path(i.get("file", "").split("::")[0]).is_file()]
+    return kept, kept_invalid
+
+
+class _CaseIndex:
+    """Which case ids each scenario file defines now (loaded without Spark, once a file)."""
+
+    def __init__(self):
+        self.ids: dict[str, set] = {}
+
+    def has(self, file: str | None, case_id: str | None) -> bool:
+        if not file or not case_id:
+            return False
+        if file not in self.ids:
+            self.ids[file] = self._ids_of(file)
+        return case_id in self.ids[file]
+
+    @staticmethod
+    def _ids_of(file: str) -> set:
+        from .agreement import agreement_id, agreement_representatives
+        from .scenario import expand, load_scenario
+        try:
+            cases = expand(load_scenario(file))
+        except Exception:
+            return set()
+        return {c.case_id for c in cases} | {agreement_id(c) for c in agreement_representatives(cases)}

@@ -1,0 +1,286 @@
+"""Run one case on the shared SparkSession: tables → join → plans → (execute) → result.
+
+`run_case` returns a result record (see schemas/results.schema.json) with what was
+expected, what Spark did and the verdict. The query itself is built by harness.query,
+Spark's errors are put in one line by harness.spark_errors, and the cross-strategy
+check (harness.agreement) observes through `observe` here.
+"""
+from __future__ import annotations
+
+import time
+
+from . import confs, datagen, expect, model, plans, sqlguard, streaming
+from .options import deployment
+from .query import build_query, checksum_frame, checksum_text
+from .records import CaseRecord, Identity, Observation, PlanView, SparkError
+from .scenario import Case, ScenarioError
+from .session import CaseScope, Session
+from .spark_errors import describe_error
+from .util import display_path, one_line, printable
+
+RESULT_ROWS_LIMIT = 1000
+AS_WRITTEN = "as written"
+PREDICTED = "predicted"  # expect: {strategy: predicted}
+
+
+class ScenarioRuntimeError(Exception):
+    """The scenario asks for something the harness refuses at run time."""
+
+
+# --------------------------------------------------------------------------- run
+
+def _build_tables(session: Session, scope: CaseScope, case: Case, names, conf: dict) -> dict:
+    tables = {}
+    spec = case.scenario.data["tables"]
+    data_conf = confs.data_conf(conf)
+    for name in names:
+        table = spec[name]
+        tables[name] = datagen.build_table(session.spark, case.scenario.seed, name, table, session.workdir,
+                                           data_conf)
+        if table.get("materialize") == "cached":
+            scope.cached = True
+    return tables
+
+
+def _tables_used(case: Case) -> list[str]:
+    if "sql" in case.join:
+        return list(case.scenario.data["tables"])
+    return list(dict.fromkeys([case.join["left"], case.join["right"]]))
+
+
+def resolve_conf(conf: dict, estimates: list[dict]) -> dict:
+    """Replace `{estimate_of: side, plus, times}` values by bytes from the top join's estimate."""
+    resolved = {}
+    for key, value in conf.items():
+        if isinstance(value, dict):
+            if not estimates:
+                raise ScenarioRuntimeError(f"spark_conf.{key}: the query has no join to take an estimate from")
+            size = estimates[0][value["estimate_of"]]["size_in_bytes"]
+            value = int(size * value.get("times", 1)) + value.get("plus", 0)
+        resolved[key] = value
+    return resolved
+
+
+def _catalog_names(case: Case, conf: dict) -> dict | None:
+    """Catalog table → scenario table name, for scenarios with catalog tables."""
+    spec = case.scenario.data["tables"]
+    data_conf = confs.data_conf(conf)
+    names = {datagen.catalog_table_name(case.scenario.seed, name, table, data_conf): name
+             for name, table in spec.items() if table.get("materialize") == "catalog"}
+    return names or None
+
+
+def _wants_operators(case: Case) -> bool:
+    return "operators" in case.expect or any("operators" in o for o in case.overrides)
+
+
+def _plan_view(plan, case: Case, table_names: dict | None) -> PlanView:
+    """Join nodes now; the plan's text later (see `_add_plan_texts`)."""
+    view = PlanView(joins=[j.to_dict() for j in plans.join_nodes(plan, table_names)])
+    if _wants_operators(case):
+        view.operators = plans.operator_counts(plan)
+    return view
+
+
+def _add_plan_texts(record: CaseRecord, plan_objects: dict, policy: str) -> None:
+    """`all`: every case's plans in the report; `failed`: only for cases that did not
+    pass. A plan holding a Faker pool (an array literal) takes ~40 ms to print."""
+    if policy == "failed" and record.status == "passed":
+        return
+    for which, plan in plan_objects.items():
+        view = record.observed.plan(which)
+        if view is not None:
+            view.text = printable(plans.plan_text(plan))
+
+
+def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: dict,
+            execute: bool, collect_rows: bool, stream: bool = False) -> tuple[Observation, dict]:
+    """Build, plan and optionally run the query: what Spark showed, and the JVM plan
+    objects (kept apart, for the plan text a report may want)."""
+    timings = {}
+    start = time.perf_counter()
+    try:
+        sqlguard.check_scenario(session.spark, case.scenario)  # done at collection: cached
+    except ScenarioError as exc:
+        raise ScenarioRuntimeError(str(exc)) from None
+    absolute = {k: v for k, v in conf.items() if not isinstance(v, dict)}
+    for key, value in absolute.items():  # before the tables: time zone and ANSI shape their data
+        scope.set_conf(key, value)
+    tables = _build_tables(session, scope, case, _tables_used(case), absolute)
+    if stream:
+        if len(absolute) != len(conf):
+            raise ScenarioRuntimeError("a streaming scenario cannot size configs by estimates")
+        return _observe_stream(session, scope, case, tables, collect_rows, timings, start), {}
+    query = build_query(session.spark, scope, join, tables)
+    if len(absolute) != len(conf):
+        estimates = plans.join_estimates(query, logical=False)  # sizes only: the final frame's are recorded
+        for key, value in resolve_conf(conf, estimates).items():
+            if key not in absolute:
+                scope.set_conf(key, value)
+        query = build_query(session.spark, scope, join, tables)
+    timings["build_s"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    frame = checksum_frame(query)
+    plan = plans.current_plan(frame)
+    plan_objects = {"initial": plan}
+    table_names = _catalog_names(case, absolute)
+    observed = Observation(adaptive=plans.is_adaptive(plan), initial=_plan_view(plan, case, table_names),
+                           estimates=plans.join_estimates(frame), conf={k: session.conf_value(k) for k in conf},
+                           join_conf=_join_conf(session, conf), timings=timings)
+    timings["plan_s"] = time.perf_counter() - start
+    scope.check_timeout()
+
+    if execute:
+        start = time.perf_counter()
+        row = frame.collect()[0]
+        scope.check_timeout()
+        observed.executed, observed.rows, observed.checksum = True, int(row["rows"]), checksum_text(row["hash_sum"])
+        final_plan = plans.current_plan(frame)
+        plan_objects["final"] = final_plan
+        observed.final = _plan_view(final_plan, case, table_names)
+        if observed.adaptive:
+            observed.final.runtime = plans.runtime_sides(final_plan)
+        if collect_rows:
+            observed.result_rows = expect.normalize_rows(query.limit(RESULT_ROWS_LIMIT + 1).collect())
+        timings["execute_s"] = time.perf_counter() - start
+    return observed, plan_objects
+
+
+def _join_conf(session: Session, case_conf: dict) -> dict:
+    """The values of every config the join-selection model reads, as Spark reports them:
+    the case's own from Spark, the rest are the session's defaults (read once)."""
+    return {key: session.conf_value(key) if key in case_conf else session.default_conf_value(key)
+            for key in model.CONF_KEYS}
+
+
+def _observe_stream(session, scope, case, tables, collect_rows, timings, start) -> Observation:
+    run = streaming.run_stream(session, scope, case, tables)
+    row = checksum_frame(run["result"]).collect()[0]
+    observed = Observation(
+        adaptive=False,
+        initial=PlanView(joins=streaming.stream_join_nodes(run["plan"]), text=plans.plan_text(run["plan"])),
+        executed=True, rows=int(row["rows"]), checksum=checksum_text(row["hash_sum"]),
+        conf={k: session.conf_value(k) for k in case.spark_conf}, join_conf=_join_conf(session, case.spark_conf),
+        stream_batches=run["batches"], timings=timings)
+    if collect_rows:
+        observed.result_rows = expect.normalize_rows(run["result"].limit(RESULT_ROWS_LIMIT + 1).collect())
+    timings["execute_s"] = time.perf_counter() - start
+    return observed
+
+
+def capture(session: Session, case: Case, execute: bool, collect_rows: bool) -> tuple[Observation, dict]:
+    """Observe the case in its own scope; whatever Spark throws is an observation too."""
+    observed, plan_objects = Observation(), {}
+    with session.case_scope(case.scenario.timeout) as scope:
+        try:
+            observed, plan_objects = observe(session, scope, case, case.join, case.spark_conf, execute=execute,
+                                             collect_rows=collect_rows, stream="stream" in case.scenario.data)
+        except ScenarioRuntimeError as exc:
+            observed.error = SparkError("ScenarioError", str(exc))
+        except Exception as exc:  # Spark rejected or failed the query: that is an observation
+            observed.error = timeout_error(case, session) if scope.timed_out.is_set() else describe_error(exc)
+        observed.warnings = scope.warnings()
+    return observed, plan_objects
+
+
+def run_case(case: Case, session: Session) -> dict:
+    expected = expect.resolve(case, session.versions["spark"], session.deployment)
+    if session.options.observe:  # a survey: record, do not check
+        expected = {"plan": expected["plan"]}
+    started = time.perf_counter()
+    executors_before = session.cluster_shape if session.deployment == "cluster" else None
+    observed, plan_objects = capture(session, case, collect_rows="result_rows" in expected,
+                                     execute=expect.needs_execution(expected) or not expect.has_assertions(expected))
+    record = make_record(case, session, expected, observed, time.perf_counter() - started)
+    _note_lost_executors(record, executors_before)
+    _add_plan_texts(record, plan_objects, session.options.plan_text)
+    return record
+
+
+def _note_lost_executors(record: CaseRecord, before: dict | None) -> None:
+    """On a cluster, say so when executors went away while the case ran."""
+    after = record.identity.cluster or {}
+    if before and before.get("executors") is not None and after.get("executors") is not None \
+            and after["executors"] < before["executors"]:
+        lost = before["executors"] - after["executors"]
+        note = (f"{lost} executor(s) lost during the case ({before['executors']} → {after['executors']}); "
+                "Spark re-ran their tasks on the others")
+        record.message = f"{record.message}; {note}" if record.message else note
+        record.identity.cluster = {**after, "executors_at_start": before["executors"]}
+
+
+def timeout_error(case: Case, session: Session) -> SparkError:
+    message = f"cancelled after {case.scenario.timeout:g} s"
+    if session.abandoned:
+        message += f" ({session.abandoned}; SparkContext stopped, the next case gets a new one)"
+    return SparkError("Timeout", message)
+
+
+def _status(expected: dict, observed: Observation, problems: list[str]) -> str:
+    error = observed.error
+    if error and error.cls == "Timeout":
+        return "timeout"
+    if not expect.has_assertions(expected):
+        return "error" if error else "observed"
+    if not problems:
+        return "passed"
+    return "error" if error and "error" not in expected else "failed"
+
+
+def _identity(case: Case, session: Session) -> Identity:
+    return Identity(
+        scenario_id=case.scenario.id,
+        file=display_path(case.scenario.path),
+        line=case.scenario.line_of("id") or 1,
+        tags=case.scenario.data.get("tags", []),
+        bug=case.scenario.data.get("bug"),
+        join_type=case.join_type if "sql" not in case.join else None,
+        api="sql" if "sql" in case.join else case.join.get("api", "dataframe"),
+        versions=session.versions,
+        master=session.master,
+        cluster=getattr(session, "cluster_shape", None),
+    )
+
+
+def make_record(case: Case, session: Session, expected: dict, observed: Observation, total_s: float) -> CaseRecord:
+    judged = model.evaluate(observed, session.versions["spark"], streaming="stream" in case.scenario.data)
+    if expected.get("strategy") == PREDICTED:
+        expected = _with_prediction(expected, judged)
+    problems = expect.compare(expected, observed) if expect.has_assertions(expected) else []
+    status = _status(expected, observed, problems)
+    if status in ("error", "timeout") and not problems:
+        problems = [f"{observed.error.cls}: {observed.error.message}"]
+    return CaseRecord(
+        identity=_identity(case, session), case_id=case.case_id, label=case.label, params=case.params,
+        description=case.scenario.data["description"], status=status, message=one_line("; ".join(problems)),
+        expected=expected, observed=observed,
+        timings={"total_s": round(total_s, 4), **{k: round(v, 4) for k, v in observed.timings.items()}},
+        model=judged)
+
+
+def _with_prediction(expected: dict, judged: dict | None) -> dict:
+    """`strategy: predicted`: Spark must do what the join-selection model says."""
+    if judged is None:
+        return {**expected, "strategy": "none (no prediction: the query failed)"}
+    return {**expected, "strategy": judged["strategy"], "build_side": judged["build_side"]}
+
+
+def absent_session(versions: dict, master: str | None):
+    """What a record needs of a session, for records the controller makes itself."""
+    from types import SimpleNamespace
+    return SimpleNamespace(versions=versions, master=master, abandoned=None)
+
+
+def lost_record(case: Case, versions: dict, master: str | None, message: str) -> CaseRecord:
+    """The record of a case whose worker process died under it (built by the controller)."""
+    stand_in = absent_session(versions, master)
+    message = one_line(message)
+    observed = Observation(warnings=[], error=SparkError("WorkerLost", message))
+    expected = expect.resolve(case, versions["spark"], deployment(master))
+    record = make_record(case, stand_in, expected, observed, 0.0)
+    record.status, record.message = "error", message
+    return record
+
+
+

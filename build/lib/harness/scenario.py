@@ -1,0 +1,558 @@
+"""Load, validate and expand scenario files.
+
+A scenario file is untrusted input: it is parsed with a safe loader that also refuses
+anchors/aliases (no alias bombs) and duplicate keys, capped in size, validated against
+schemas/scenario.schema.json, then checked for what a schema cannot say (tables and
+columns that exist, hint names Spark knows). Every problem becomes a ScenarioError that
+names the file, the line and the field, in one line.
+"""
+from __future__ import annotations
+
+import copy
+import datetime
+import difflib
+import hashlib
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from . import confs
+from .util import one_line, printable
+from .vocab import JOIN_TYPES, STRATEGY_HINTS
+
+# Shipped inside the package; the top-level schemas/ links to these files (the contract).
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+MAX_FILE_BYTES = 1 << 20
+MAX_CASES_PER_SCENARIO = 512
+DEFAULT_SEED = 42
+DEFAULT_TIMEOUT_S = 120.0
+
+# Short labels for config keys in readable case ids, e.g. `aqe=off`.
+CONF_LABELS = {
+    "spark.sql.adaptive.enabled": "aqe",
+    "spark.sql.autoBroadcastJoinThreshold": "abjt",
+    "spark.sql.join.preferSortMergeJoin": "psmj",
+    "spark.sql.shuffle.partitions": "parts",
+    "spark.sql.adaptive.autoBroadcastJoinThreshold": "aqe_abjt",
+    "spark.sql.cbo.enabled": "cbo",
+    "spark.sql.cbo.joinReorder.enabled": "reorder",
+    "spark.sql.optimizeNullAwareAntiJoin": "naaj",
+    "spark.sql.execution.reuseSubquery": "reuse",
+    "spark.sql.adaptive.skewJoin.enabled": "skew",
+}
+
+MAX_NESTING = 40  # levels of YAML nesting; the format needs fewer than ten
+
+
+class ScenarioError(Exception):
+    """One-line, user-facing problem with a scenario file."""
+
+    def __init__(self, path: str | Path, line: int | None, field_path: str, message: str):
+        self.path, self.line, self.field_path, self.message = str(path), line, field_path, one_line(message)
+        where = f"{self.path}:{line}" if line else self.path
+        super().__init__(one_line(f"{where}: {field_path or '(file)'}: {self.message}"))
+
+
+# --------------------------------------------------------------------------- YAML
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses anchors/aliases (exponential blow-up), duplicate keys and
+    nesting deeper than MAX_NESTING (the composer recurses per level)."""
+
+    _depth = 0
+
+    def compose_node(self, parent, index):
+        if self._depth >= MAX_NESTING:
+            raise yaml.MarkedYAMLError("while composing", None,
+                                       f"nesting deeper than {MAX_NESTING} levels", self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            return self._compose_checked(parent, index)
+        finally:
+            self._depth -= 1
+
+    def _compose_checked(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.MarkedYAMLError("while composing", None,
+                                       "YAML aliases are not allowed in scenario files", event.start_mark)
+        event = self.peek_event()
+        if getattr(event, "anchor", None):
+            raise yaml.MarkedYAMLError("while composing", None,
+                                       "YAML anchors are not allowed in scenario files", event.start_mark)
+        return super().compose_node(parent, index)
+
+
+def _node_to_data(node, path: tuple, lines: dict, source: str):
+    """Convert a composed node to plain data, recording each path's 1-based line."""
+    lines.setdefault(path, node.start_mark.line + 1)  # a key's own line, where it has one
+    if isinstance(node, yaml.MappingNode):
+        out = {}
+        for key_node, value_node in node.value:
+            key = _StrictLoader.construct_object(_loader_for_scalars, key_node)
+            if not isinstance(key, (str, int, float, bool)) or key is None:
+                raise ScenarioError(source, key_node.start_mark.line + 1, _dotted(path), "mapping keys must be scalars")
+            key = str(key) if not isinstance(key, str) else key
+            if key in out:
+                raise ScenarioError(source, key_node.start_mark.line + 1, _dotted(path + (key,)), "duplicate key")
+            lines[path + (key,)] = key_node.start_mark.line + 1
+            out[key] = _node_to_data(value_node, path + (key,), lines, source)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_node_to_data(item, path + (i,), lines, source) for i, item in enumerate(node.value)]
+    try:
+        value = _StrictLoader.construct_object(_loader_for_scalars, node)
+    except (ValueError, OverflowError, TypeError, yaml.YAMLError) as exc:
+        # e.g. an impossible date 2024-02-30, `!!float abc`, an integer of 5,000 digits
+        raise ScenarioError(source, node.start_mark.line + 1, _dotted(path),
+                            f"cannot read the value {_excerpt(node.value)}: {_first_line(exc)}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ScenarioError(source, node.start_mark.line + 1, _dotted(path), f"{node.value} is not a finite number")
+    # YAML turns 2024-01-01 into a date; scenarios want the text they wrote.
+    return value.isoformat() if isinstance(value, (datetime.date, datetime.datetime)) else value
+
+
+def _excerpt(text, limit: int = 40) -> str:
+    text = printable(str(text))
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _first_line(exc: BaseException) -> str:
+    return printable((str(exc).strip().splitlines() or [type(exc).__name__])[0])[:200]
+
+
+# YAML 1.2 booleans only: in YAML 1.1 `on`, `off`, `yes`, `no` are booleans, which would
+# turn the `on:` join key list into `True:`.
+_StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                    list("tTfF"))
+
+_loader_for_scalars = _StrictLoader("")
+
+
+def _dotted(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _line_for(lines: dict, path: tuple) -> int | None:
+    path = tuple(path)
+    while path not in lines and path:
+        path = path[:-1]
+    return lines.get(path)
+
+
+def _read_text(path: Path) -> str:
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ScenarioError(path, None, "", f"file is {size} bytes; the limit is {MAX_FILE_BYTES}")
+    raw = path.read_bytes()
+    if b"\0" in raw:
+        line = raw[:raw.index(b"\0")].count(b"\n") + 1
+        raise ScenarioError(path, line, "", "not a text file (NUL byte)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ScenarioError(path, line, "", f"not UTF-8 text (byte 0x{raw[exc.start]:02x})") from None
+
+
+def load_yaml(path: Path) -> tuple[Any, dict]:
+    text = _read_text(path)
+    try:
+        loader = _StrictLoader(text)
+        try:
+            node = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = printable((exc.problem or exc.context or "invalid YAML").strip())
+        raise ScenarioError(path, mark.line + 1 if mark else None, "", f"YAML syntax: {problem}") from None
+    except yaml.reader.ReaderError as exc:
+        line = text[:exc.position].count("\n") + 1
+        raise ScenarioError(path, line, "", f"YAML: character {exc.character!r} is not allowed") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(path, None, "", f"YAML syntax: {_first_line(exc)}") from None
+    if node is None:
+        raise ScenarioError(path, 1, "", "file is empty")
+    lines: dict = {}
+    return _node_to_data(node, (), lines, str(path)), lines
+
+
+# --------------------------------------------------------------------------- schema
+
+_validator = None
+
+
+def scenario_validator():
+    global _validator
+    if _validator is None:
+        schema = json.loads((SCHEMA_DIR / "scenario.schema.json").read_text())
+        _validator = jsonschema.Draft202012Validator(schema)
+    return _validator
+
+
+def _schema_error(path: Path, lines: dict, error: jsonschema.ValidationError) -> ScenarioError:
+    # For oneOf/anyOf, the deepest sub-error is the one a person can act on.
+    while error.context:
+        error = max(error.context, key=lambda e: (len(e.absolute_path), -len(e.context or [])))
+    field_path = tuple(error.absolute_path)
+    message = error.message
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = list(error.schema.get("properties", {}))
+        extras = [k for k in error.instance if k not in allowed]
+        if extras:
+            field_path = field_path + (extras[0],)
+            close = difflib.get_close_matches(extras[0], allowed, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" (allowed: {', '.join(allowed)})"
+            message = f"unknown field '{extras[0]}'{hint}"
+    elif error.validator == "enum":
+        close = difflib.get_close_matches(str(error.instance), [str(v) for v in error.validator_value], n=1)
+        message = f"{error.instance!r} is not allowed" + (f" (did you mean '{close[0]}'?)" if close else "")
+    elif error.validator == "required":
+        message = error.message
+    if len(message) > 300:
+        message = message[:297] + "..."
+    return ScenarioError(path, _line_for(lines, field_path), _dotted(field_path), message)
+
+
+def validate(path: Path, data: Any, lines: dict) -> None:
+    if not isinstance(data, dict):
+        raise ScenarioError(path, 1, "", "a scenario file must be a mapping at the top level")
+    errors = sorted(scenario_validator().iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if errors:
+        # A misspelt field also makes the right one "missing": name the typo first.
+        typos = [e for e in errors if e.validator == "additionalProperties"]
+        best = max(typos, key=lambda e: len(e.absolute_path)) if typos else jsonschema.exceptions.best_match(errors)
+        raise _schema_error(path, lines, best)
+    _check_semantics(path, data, lines)
+
+
+def hint_name(hint) -> str:
+    """A hint as written: a bare name, or `{name: X, unknown: true}`."""
+    return hint["name"] if isinstance(hint, dict) else hint
+
+
+def as_hint_list(value) -> list:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _check_hints(path, lines, field_path: tuple, value) -> None:
+    for i, hint in enumerate(as_hint_list(value)):
+        name = hint_name(hint)
+        if (isinstance(hint, dict) and hint.get("unknown")) or name.upper() in STRATEGY_HINTS:
+            continue
+        close = difflib.get_close_matches(name.upper(), list(STRATEGY_HINTS), n=1)
+        suggestion = f" (did you mean '{close[0]}'?)" if close else ""
+        where = field_path + ((i,) if isinstance(value, list) else ())
+        raise ScenarioError(path, _line_for(lines, where), _dotted(where),
+                            f"unknown hint '{name}'{suggestion}; write {{name: {name}, unknown: true}} "
+                            "to test Spark's handling of an unknown hint")
+
+
+_COLUMN_REF = re.compile(r"\b([lr])\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _check_stream(path: Path, data: dict, lines: dict) -> None:
+    join, tables = data["join"], data["tables"]
+    if "sql" in join:
+        raise ScenarioError(path, _line_for(lines, ("stream",)), "stream",
+                            "a streaming scenario joins join.left and join.right, not join.sql")
+    for name, mark in data["stream"]["watermarks"].items():
+        where = ("stream", "watermarks", name)
+        if name not in (join["left"], join["right"]):
+            raise ScenarioError(path, _line_for(lines, where), _dotted(where),
+                                f"'{name}' is not a side of the join ({join['left']}, {join['right']})")
+        column = tables[name]["columns"].get(mark["column"])
+        if column is None or column.get("type") != "timestamp":
+            raise ScenarioError(path, _line_for(lines, where + ("column",)), _dotted(where + ("column",)),
+                                f"'{mark['column']}' must be a column of '{name}' with type: timestamp")
+
+
+class _Where:
+    """Raises a ScenarioError at a field of the file being checked."""
+
+    def __init__(self, path: Path, lines: dict):
+        self.path, self.lines = path, lines
+
+    def error(self, where: tuple, message: str) -> ScenarioError:
+        return ScenarioError(self.path, _line_for(self.lines, where), _dotted(where), message)
+
+
+def _did_you_mean(name: str, choices) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _check_join_tables(at: _Where, data: dict) -> None:
+    for side in ("left", "right"):
+        name = data["join"].get(side)
+        if name is not None and name not in data["tables"]:
+            raise at.error(("join", side), f"unknown table '{name}'" + _did_you_mean(name, data["tables"]))
+
+
+def _check_weights(at: _Where, where: tuple, column: dict) -> None:
+    if "weights" not in column:
+        return
+    if "values" not in column or len(column["weights"]) != len(column["values"]):
+        raise at.error(where + ("weights",), "weights needs values of the same length")
+    if sum(column["weights"]) <= 0:
+        raise at.error(where + ("weights",), "weights must not all be zero")
+
+
+def _check_key(at: _Where, where: tuple, column: dict) -> None:
+    key = column.get("key", {})
+    if "hot_keys" in key and "hot_fraction" not in key:
+        raise at.error(where + ("key",), "hot_keys needs hot_fraction")
+    if "zipf" in key and "hot_fraction" in key:
+        raise at.error(where + ("key",), "use either zipf or hot_fraction, not both")
+
+
+def _check_uniform(at: _Where, where: tuple, column: dict) -> None:
+    uniform = column.get("uniform")
+    if not uniform:
+        return
+    type_name = column.get("type", "long")
+    for bound in ("min", "max"):
+        value = uniform[bound]
+        if type_name in ("date", "timestamp") and not isinstance(value, str):
+            raise at.error(where + ("uniform", bound), f"a {type_name} bound is written as a quoted ISO string")
+        if type_name not in ("date", "timestamp") and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+            raise at.error(where + ("uniform", bound), f"a {type_name} bound must be a number, not {_excerpt(value)}")
+    if type_name not in ("date", "timestamp") and uniform["min"] > uniform["max"]:
+        raise at.error(where + ("uniform",), "min is greater than max")
+
+
+def _check_columns(at: _Where, data: dict) -> None:
+    for tname, table in data["tables"].items():
+        for cname, column in table["columns"].items():
+            where = ("tables", tname, "columns", cname)
+            for check in (_check_weights, _check_key, _check_uniform):
+                check(at, where, column)
+
+
+def _check_join_columns(at: _Where, data: dict) -> None:
+    join, tables = data["join"], data["tables"]
+    if "left" not in join:
+        return
+    for i, pair in enumerate(join.get("on", [])):
+        left_col, right_col = (pair, pair) if isinstance(pair, str) else pair
+        for side, col in (("left", left_col), ("right", right_col)):
+            columns = tables[join[side]]["columns"]
+            if col not in columns:
+                raise at.error(("join", "on", i), f"unknown column '{col}' in {side} table '{join[side]}'"
+                               + _did_you_mean(col, columns))
+    for match in _COLUMN_REF.finditer(join.get("condition", "")):
+        side = "left" if match.group(1) == "l" else "right"
+        columns = tables[join[side]]["columns"]
+        if match.group(2) not in columns:
+            close = difflib.get_close_matches(match.group(2), list(columns), n=1)
+            raise at.error(("join", "condition"), f"unknown column '{match.group(0)}' ({side} table '{join[side]}')"
+                           + (f"; did you mean '{match.group(1)}.{close[0]}'?" if close else ""))
+
+
+def _check_all_hints(at: _Where, data: dict) -> None:
+    join = data["join"]
+    if "left" in join:
+        for side in ("left", "right"):
+            _check_hints(at.path, at.lines, ("join", "hints", side), join.get("hints", {}).get(side))
+    for axis in ("left_hints", "right_hints"):
+        for i, value in enumerate(data.get("matrix", {}).get(axis, [])):
+            _check_hints(at.path, at.lines, ("matrix", axis, i), value)
+
+
+def _check_version_specifiers(at: _Where, data: dict) -> None:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    specs = [(("expect", "spark"), data["expect"].get("spark"))]
+    specs += [(("expect", "overrides", i, "when", "spark"), o["when"].get("spark"))
+              for i, o in enumerate(data["expect"].get("overrides", []))]
+    for where, spec in specs:
+        if spec is None:
+            continue
+        try:
+            SpecifierSet(spec)
+        except InvalidSpecifier:
+            raise at.error(where, f"'{spec}' is not a PEP 440 version specifier (e.g. '>=3.5')") from None
+
+
+def _check_stream_shape(at: _Where, data: dict) -> None:
+    if "stream" in data:
+        _check_stream(at.path, data, at.lines)
+
+
+def _check_confs(at: _Where, data: dict) -> None:
+    """Only allow-listed runtime configs, each with a value of its type."""
+    settings = [(("spark_conf", key), key, value) for key, value in data.get("spark_conf", {}).items()]
+    for key, values in data.get("matrix", {}).get("conf", {}).items():
+        settings += [(("matrix", "conf", key, i), key, value) for i, value in enumerate(values)]
+    for where, key, value in settings:
+        try:
+            confs.check(key, value)
+        except confs.ConfError as exc:
+            raise at.error(where, str(exc)) from None
+
+
+# What a schema cannot say, one rule each, in the order a person fixes a file.
+SEMANTIC_CHECKS = (_check_join_tables, _check_columns, _check_join_columns, _check_stream_shape,
+                   _check_all_hints, _check_confs, _check_version_specifiers)
+
+
+def _check_semantics(path: Path, data: dict, lines: dict) -> None:
+    at = _Where(path, lines)
+    for check in SEMANTIC_CHECKS:
+        check(at, data)
+
+
+def sql_texts(data: dict):
+    """(field path, text) of every piece of Spark SQL in a scenario."""
+    join = data["join"]
+    for key in ("sql", "condition"):
+        if key in join:
+            yield ("join", key), join[key]
+    for tname, table in data["tables"].items():
+        if "filter" in table:
+            yield ("tables", tname, "filter"), table["filter"]
+        for cname, column in table["columns"].items():
+            if "expr" in column:
+                yield ("tables", tname, "columns", cname, "expr"), column["expr"]
+
+
+# --------------------------------------------------------------------------- model
+
+@dataclass
+class Scenario:
+    path: Path
+    data: dict
+    lines: dict
+
+    @property
+    def id(self) -> str:
+        return self.data["id"]
+
+    @property
+    def seed(self) -> int:
+        return self.data.get("seed", DEFAULT_SEED)
+
+    @property
+    def timeout(self) -> float:
+        return float(self.data.get("timeout", DEFAULT_TIMEOUT_S))
+
+    def line_of(self, *path) -> int | None:
+        return _line_for(self.lines, path)
+
+
+@dataclass
+class Case:
+    """One expansion of a scenario's matrix: everything needed to run it."""
+    scenario: Scenario
+    label: str                 # e.g. "left_outer-BROADCAST@right-aqe=off" ("" without matrix)
+    params: dict               # matrix values of this case, by axis
+    join: dict                 # join spec with the matrix applied
+    spark_conf: dict           # configs with the matrix applied (values may be relative)
+    expect: dict               # expectations with the matching overrides applied (version-free part)
+    overrides: list = field(default_factory=list)
+
+    @property
+    def case_id(self) -> str:
+        return f"{self.scenario.id}[{self.label}]" if self.label else self.scenario.id
+
+    @property
+    def join_type(self) -> str:
+        return JOIN_TYPES[self.join.get("type", "inner")]
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    data, lines = load_yaml(path)
+    validate(path, data, lines)
+    return Scenario(path=path, data=data, lines=lines)
+
+
+def _value_label(value) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, dict):
+        parts = [f"{value['estimate_of']}_estimate"]
+        if value.get("times") not in (None, 1):
+            parts.append(f"x{value['times']}")
+        if value.get("plus"):
+            parts.append(f"{value['plus']:+d}")
+        return "".join(parts)
+    return str(value)
+
+
+def hints_label(hints, side: str) -> str:
+    names = [hint_name(h) for h in as_hint_list(hints)]
+    return f"{'+'.join(names) if names else 'none'}@{side}"
+
+
+def _axis_label(axis: str, value) -> str:
+    if axis in ("left_hints", "right_hints"):
+        return hints_label(value, axis.split("_")[0])
+    return str(value)
+
+
+def expand(scenario: Scenario) -> list[Case]:
+    data = scenario.data
+    matrix = data.get("matrix", {})
+    axes: list[tuple[str, list]] = []
+    for axis, values in matrix.items():
+        if axis == "conf":
+            axes.extend((f"conf:{key}", vals) for key, vals in values.items())
+        else:
+            axes.append((axis, values))
+    count = math.prod(len(values) for _, values in axes)
+    if count > MAX_CASES_PER_SCENARIO:  # counted before anything is expanded
+        raise ScenarioError(scenario.path, scenario.line_of("matrix"), "matrix",
+                            f"expands to {count:,} cases; the limit is {MAX_CASES_PER_SCENARIO}")
+    combos = itertools.product(*(values for _, values in axes)) if axes else [()]
+    cases, seen = [], set()
+    for combo in combos:
+        params: dict = {}
+        join = copy.deepcopy(data["join"])
+        conf = dict(data.get("spark_conf", {}))
+        labels = []
+        for (axis, _), value in zip(axes, combo):
+            if axis.startswith("conf:"):
+                key = axis[5:]
+                conf[key] = value
+                params.setdefault("conf", {})[key] = value
+                labels.append(f"{CONF_LABELS.get(key, key.rsplit('.', 1)[-1])}={_value_label(value)}")
+                continue
+            params[axis] = value
+            labels.append(_axis_label(axis, value))
+            if axis == "join_type":
+                join["type"] = value
+            elif axis == "api":
+                join["api"] = value
+            else:
+                join.setdefault("hints", {})[axis.split("_")[0]] = value
+        label = "-".join(labels)
+        if label in seen:
+            raise ScenarioError(scenario.path, scenario.line_of("matrix"), "matrix",
+                                f"two combinations give the same case id '{label}'")
+        seen.add(label)
+        cases.append(Case(scenario=scenario, label=label, params=params, join=join, spark_conf=conf,
+                          expect=data["expect"], overrides=data["expect"].get("overrides", [])))
+    return cases
+
+
+def stable_seed(*parts) -> int:
+    """A 63-bit seed from the parts, identical in every process (unlike Python's hash())."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF_FFFF_FFFF

@@ -1,0 +1,62 @@
+"""Spark's errors in one line: the Java class, the first line of its message and, for a
+failed job, the root cause; never the JVM stack. Used by every command that runs Spark."""
+from __future__ import annotations
+
+import re
+
+from .records import SparkError
+from .util import one_line
+
+
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in str(text or "").splitlines() if ln.strip()), "")
+
+
+def _root_cause(java_exception):
+    """The innermost Java cause: a failed job's message is only 'Job aborted ...'."""
+    cause, seen = java_exception, 0
+    while seen < 20:
+        nxt = cause.getCause()
+        if nxt is None or nxt.equals(cause):
+            return cause
+        cause, seen = nxt, seen + 1
+    return cause
+
+
+def _java_throwable(exc: BaseException):
+    # Py4JJavaError.java_exception; PySpark's captured exceptions keep it as `_origin`.
+    for attr in ("java_exception", "_origin"):
+        throwable = getattr(exc, attr, None)
+        if throwable is not None and hasattr(throwable, "getClass"):
+            return throwable
+    return None
+
+
+def describe_error(exc: BaseException) -> SparkError:
+    """Class and a one-line message (with the root cause of a failed job), no JVM stack."""
+    throwable = _java_throwable(exc)
+    java_class, line, cause = "", "", ""
+    if throwable is not None:
+        try:
+            java_class = str(throwable.getClass().getName())
+            line = _first_line(throwable.getMessage())
+            root = _root_cause(throwable)
+            if not root.equals(throwable):
+                cause = f" (caused by {root.getClass().getSimpleName()}: {_first_line(root.getMessage())[:300]})"
+        except Exception:
+            pass
+    cls = type(exc).__name__
+    if cls == "Py4JJavaError" and java_class:
+        cls = java_class.rsplit(".", 1)[-1]
+    else:
+        line = _first_line(str(exc)) or line  # PySpark's own message for captured errors
+    if not line:
+        line = _first_line(str(exc)) or cls
+    match = re.match(r"^([\w.$]+(?:Exception|Error)):\s*(.*)$", line)
+    if match:
+        java_class, line = java_class or match.group(1), match.group(2)
+    return SparkError(cls, _cap(one_line(line + cause)), java_class)
+
+
+def _cap(line: str) -> str:
+    return line if len(line) <= 500 else line[:497] + "..."

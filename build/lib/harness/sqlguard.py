@@ -1,0 +1,384 @@
+"""What scenario SQL may do, decided from the plans Spark builds, never from the text.
+
+Every piece of SQL in a scenario (column `expr`, table `filter`, join `condition`,
+`join.sql`) is parsed by the running Spark's own parser and, where it analyses, by its
+analyser against stand-ins of the scenario's tables (the real generated tables over zero
+rows, so every type is the one a case sees). Both trees are walked, subqueries and CTE
+bodies included, against allow-lists:
+
+- logical operators: queries only (projection, filter, join, aggregate, window, sort,
+  limit, set operations, CTEs, hints, generators, inline tables, range); no command, no
+  `EXECUTE IMMEDIATE`, no script transform, no file, catalog or data source relation;
+- relations by name: the scenario's own tables and the query's CTEs; table functions:
+  `range` and the generator functions;
+- expressions: Catalyst's built-in expression classes, minus reflection
+  (`reflect`/`java_method`/`try_reflect`, whatever the spelling: quoted, qualified or
+  through `IDENTIFIER()`) and user-defined functions of any kind.
+
+The walk reads `TreeNode.toJSON` (one Py4J call per tree), which lists every node and
+expression with its class, subquery plans included. Nothing is executed: a statement is
+only parsed, and only an allowed query is ever analysed.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from .util import one_line
+
+LOGICAL = "org.apache.spark.sql.catalyst.plans.logical."
+ANALYSIS = "org.apache.spark.sql.catalyst.analysis."
+EXPRESSIONS = "org.apache.spark.sql.catalyst.expressions."
+
+QUERY_OPERATORS = frozenset("""
+Project Filter Join Aggregate Window Sort GlobalLimit LocalLimit Limit Offset Tail Union Intersect Except
+Distinct Deduplicate SubqueryAlias LocalRelation OneRowRelation Range Generate ResolvedHint UnresolvedHint
+UnresolvedWith With WithCTE CTERelationDef CTERelationRef WithWindowDefinition Pivot Unpivot
+RepartitionByExpression Repartition RebalancePartitions Sample Expand LateralJoin View UnionLoop UnionLoopRef
+""".split())
+# Parse-time plan placeholders of the analyser package that stand for parts of a query.
+UNRESOLVED_OPERATORS = frozenset("""
+UnresolvedRelation UnresolvedInlineTable ResolvedInlineTable UnresolvedTableValuedFunction UnresolvedTVFAliases
+UnresolvedSubqueryColumnAliases UnresolvedHaving
+""".split())
+UNRESOLVED_EXPRESSIONS = frozenset("""
+UnresolvedFunction UnresolvedAttribute UnresolvedStar UnresolvedStarExcept UnresolvedAlias UnresolvedExtractValue
+UnresolvedRegex UnresolvedOrdinal UnresolvedNamedLambdaVariable UnresolvedGenerator UnresolvedWindowExpression
+UnresolvedOuterReference UnresolvedSeed MultiAlias GetColumnByOrdinal
+UnresolvedFieldName UnresolvedFieldPosition
+""".split())
+REFLECTION = frozenset({"reflect", "java_method", "try_reflect"})
+REFUSED_EXPRESSIONS = {
+    "CallMethodViaReflection": "reflection (reflect/java_method)",
+    "TryReflect": "reflection (try_reflect)",
+    "ScalaUDF": "a user-defined function", "ScalaUDAF": "a user-defined function",
+    "ScalaAggregator": "a user-defined function", "UserDefinedGenerator": "a user-defined function",
+}
+# Table-valued functions that make rows from their arguments (and `range`); the others
+# read files or catalogs.
+TABLE_FUNCTIONS = frozenset({"range", "explode", "explode_outer", "inline", "inline_outer", "json_tuple",
+                             "posexplode", "posexplode_outer", "stack", "variant_explode",
+                             "variant_explode_outer"})
+BUILTIN_QUALIFIERS = ({"builtin"}, {"system", "builtin"})
+
+
+class SqlRefused(Exception):
+    """Scenario SQL that does something a scenario may not do (one line: the construct)."""
+
+
+def _name_parts(value) -> list[str]:
+    """A multi-part name as toJSON writes it: "[a, b]" (Seq), a FunctionIdentifier or
+    TableIdentifier product, or a plain string."""
+    if isinstance(value, dict):
+        parts = [value.get(k) for k in ("catalog", "database", "funcName", "table", "identifier")]
+        return [str(p) for p in parts if isinstance(p, str)]
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    text = str(value or "")
+    if text.startswith("[") and text.endswith("]"):
+        return [p.strip() for p in text[1:-1].split(",") if p.strip()]
+    return [text] if text else []
+
+
+def _function_name(node: dict) -> list[str]:
+    for key in ("nameParts", "name", "functionName"):
+        if key in node:
+            return _name_parts(node[key])
+    return []
+
+
+def _nodes(tree):
+    """Every node (a dict with "class") anywhere in a toJSON tree, nested plans included."""
+    stack = [tree]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "class" in item:
+                yield item
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _cte_names(tree) -> set[str]:
+    names = set()
+    for node in _nodes(tree):
+        simple = node["class"].rsplit(".", 1)[-1]
+        if simple in ("UnresolvedWith", "With"):
+            for relation in node.get("cteRelations") or []:
+                if isinstance(relation, dict) and isinstance(relation.get("_1"), str):
+                    names.add(relation["_1"].lower())
+    return names
+
+
+class Guard:
+    """The allow-lists, for one scenario's table names."""
+
+    def __init__(self, tables: set[str], allow_relations: bool):
+        self.tables = {t.lower() for t in tables}
+        self.allow_relations = allow_relations
+
+    def check_tree(self, tree, analysed: bool) -> None:
+        known = self.tables | _cte_names(tree)
+        for node in _nodes(tree):
+            self._check_node(node, known, analysed)
+
+    def _check_node(self, node: dict, known: set[str], analysed: bool) -> None:
+        cls = str(node["class"])
+        simple = cls.rsplit(".", 1)[-1]
+        if cls.startswith(LOGICAL):
+            if simple not in QUERY_OPERATORS:
+                raise SqlRefused(f"{simple} is not a query operator (only queries are allowed)")
+            if simple == "View" and not node.get("isTempView", False):
+                raise SqlRefused("reads a permanent view")
+            if not self.allow_relations and simple not in ("Project", "OneRowRelation", "LocalRelation",
+                                                           "SubqueryAlias", "Filter", "Range", "Generate"):
+                raise SqlRefused(f"a query ({simple}) inside an expression; put queries in join.sql")
+            return
+        if cls.startswith(ANALYSIS):
+            self._check_unresolved(node, simple, known)
+            return
+        if cls.startswith(EXPRESSIONS) and not cls.startswith(EXPRESSIONS + "objects."):
+            if simple in REFUSED_EXPRESSIONS:
+                raise SqlRefused(f"{REFUSED_EXPRESSIONS[simple]} is not allowed ({simple})")
+            return
+        if cls.startswith(EXPRESSIONS + "objects.StaticInvoke") and \
+                str(node.get("staticObject", "")).startswith("org.apache.spark."):
+            return  # built-in functions implemented by a static Spark helper
+        raise SqlRefused(f"{simple} is not allowed in scenario SQL ({_area(cls)})")
+
+    def _check_unresolved(self, node: dict, simple: str, known: set[str]) -> None:
+        if simple == "UnresolvedFunction":
+            parts = [p.lower().strip("`") for p in _function_name(node)]
+            if parts and parts[-1] in REFLECTION:
+                raise SqlRefused(f"reflection ({'.'.join(parts)}) is not allowed")
+            if len(parts) > 1 and set(parts[:-1]) not in BUILTIN_QUALIFIERS:
+                raise SqlRefused(f"function '{'.'.join(parts)}': only built-in functions are allowed")
+            return
+        if simple == "UnresolvedRelation":
+            parts = _name_parts(node.get("multipartIdentifier", node.get("tableIdentifier")))
+            if not self.allow_relations:
+                raise SqlRefused(f"reads '{'.'.join(parts)}' inside an expression; put queries in join.sql")
+            if len(parts) != 1 or parts[0].lower() not in known:
+                raise SqlRefused(f"reads '{'.'.join(parts)}', which is not a table of this scenario "
+                                 f"({', '.join(sorted(self.tables))})")
+            return
+        if simple == "UnresolvedTableValuedFunction":
+            parts = [p.lower() for p in _function_name(node)]
+            if len(parts) != 1 or parts[0] not in TABLE_FUNCTIONS:
+                raise SqlRefused(f"table function '{'.'.join(parts)}' is not allowed "
+                                 f"(allowed: {', '.join(sorted(TABLE_FUNCTIONS))})")
+            return
+        if simple in UNRESOLVED_OPERATORS or simple in UNRESOLVED_EXPRESSIONS:
+            return
+        if simple in ("ExpressionWithUnresolvedIdentifier", "PlanWithUnresolvedIdentifier"):
+            # a name computed at analysis (IDENTIFIER('reflect')(...)): write the name itself
+            raise SqlRefused("the IDENTIFIER() clause is not allowed in scenario SQL; write the name itself")
+        raise SqlRefused(f"{simple} is not allowed in scenario SQL")
+
+
+def _area(cls: str) -> str:
+    if ".execution.datasources" in cls or ".sources." in cls or "Relation" in cls or ".v2." in cls:
+        return "a relation the harness did not create"
+    if ".command" in cls or "Command" in cls:
+        return "a command"
+    if ".python." in cls or ".hive." in cls or "UDF" in cls:
+        return "a user-defined function"
+    return cls
+
+
+# --------------------------------------------------------------------------- Spark side
+
+def _tree(plan_or_expression) -> list:
+    return json.loads(plan_or_expression.toJSON())
+
+
+def parsed_query(spark, text: str):
+    return spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
+
+
+def parsed_expression(spark, text: str):
+    return spark._jsparkSession.sessionState().sqlParser().parseExpression(text)
+
+
+def check_query_text(spark, text: str, tables: set[str]) -> None:
+    """Parse-level check of a query (before Spark analyses, let alone runs, it)."""
+    plan = parsed_query(spark, text)
+    tree = _tree(plan)
+    hidden = [] if _cte_bodies_serialised(tree) else _cte_bodies(plan)
+    guard = Guard(tables | {name.lower() for name, _ in hidden}, allow_relations=True)
+    guard.check_tree(tree, analysed=False)
+    for _, body in hidden:
+        guard.check_tree(_tree(body), analysed=False)
+
+
+def _cte_bodies_serialised(tree) -> bool:
+    """Spark 3.0/3.1 write a `With` node's CTE definitions (a Seq of tuples) as null."""
+    return all(isinstance(node.get("cteRelations"), list) for node in _nodes(tree)
+               if node["class"].rsplit(".", 1)[-1] in ("With", "UnresolvedWith"))
+
+
+def _cte_bodies(plan) -> list:
+    """(name, plan) of every CTE definition, read through Py4J: plan nodes, their
+    subquery plans and CTE definitions, recursively (parsed plans are small)."""
+    bodies, stack = [], [plan]
+    while stack:
+        node = stack.pop()
+        if node.getClass().getSimpleName() in ("With", "UnresolvedWith"):
+            relations = node.cteRelations()
+            for i in range(relations.size()):
+                relation = relations.apply(i)
+                bodies.append((str(relation._1()), relation._2()))
+                stack.append(relation._2())
+        for seq in (node.children(), node.subqueries()):
+            stack.extend(seq.apply(i) for i in range(seq.size()))
+    return bodies
+
+
+def check_expression_text(spark, text: str) -> None:
+    Guard(set(), allow_relations=False).check_tree(_tree(parsed_expression(spark, text)), analysed=False)
+
+
+def check_analysed(frame, tables: set[str], allow_relations: bool = True) -> None:
+    """The analysed plan of a DataFrame built from the scenario's SQL."""
+    Guard(tables, allow_relations).check_tree(_tree(frame._jdf.queryExecution().analyzed()), analysed=True)
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a parse or analysis error of scenario SQL."""
+    text = str(getattr(exc, "desc", None) or exc)
+    text = re.sub(r"\s*(==|JVM stacktrace).*", "", text, flags=re.S)
+    return one_line(text.strip())[:300]
+
+
+# --------------------------------------------------------------------------- a scenario
+
+_CHECKED: dict = {}
+
+
+def check_scenario(spark, scenario) -> None:
+    """Refuse the scenario (ScenarioError: file, line, field, construct) if any of its SQL
+    does what a scenario may not. Cached per session and file content."""
+    from .scenario import ScenarioError
+
+    key = (id(spark), str(scenario.path), json.dumps(scenario.data, sort_keys=True, default=str))
+    if key not in _CHECKED:
+        try:
+            _check_scenario(spark, scenario)
+            _CHECKED[key] = None
+        except SqlRefused as exc:
+            where, message = exc.args
+            _CHECKED[key] = ScenarioError(scenario.path, scenario.line_of(*where), _dotted(where), message)
+    if _CHECKED[key] is not None:
+        raise _CHECKED[key]
+
+
+def _dotted(where) -> str:
+    from .scenario import _dotted as dotted
+    return dotted(where)
+
+
+def _check_scenario(spark, scenario) -> None:
+    from .scenario import sql_texts
+
+    data = scenario.data
+    tables = set(data["tables"])
+    for where, text in sql_texts(data):
+        try:
+            if where == ("join", "sql"):
+                check_query_text(spark, text, tables)
+            else:
+                check_expression_text(spark, text)
+        except SqlRefused as exc:
+            raise SqlRefused(where, str(exc)) from None
+        except Exception:
+            pass  # Spark cannot parse it: nothing of it can run; the case reports the error
+    stand_ins = _stand_ins(spark, scenario)
+    _check_condition(data, stand_ins)
+    _check_join_sql(spark, data, stand_ins, tables)
+
+
+def _stand_ins(spark, scenario) -> dict:
+    """Each table as an empty relation of the types a case sees. A table with its own
+    SQL (`expr` columns, `filter`) is first checked as the case builds it, over zero rows:
+    its analysed plan holds those expressions."""
+    from . import datagen
+
+    frames = {}
+    for name, spec in scenario.data["tables"].items():
+        try:
+            frame = datagen.stand_in_table(spark, scenario.seed, name, spec)
+        except Exception as exc:
+            _refused_by_spark(exc, _table_field(scenario.data, name))
+            continue  # the case reports why the table cannot be built
+        if "filter" in spec or any("expr" in column for column in spec["columns"].values()):
+            try:
+                check_analysed(frame, set(), allow_relations=False)
+            except SqlRefused as exc:
+                raise SqlRefused(_table_field(scenario.data, name), str(exc)) from None
+        frames[name] = spark.range(0).selectExpr(*[f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`"
+                                                   for f in frame.schema.fields])
+    return frames
+
+
+# Error conditions of Spark's own locks (restricted mode, reflection allow-list: 4.3+).
+SPARK_REFUSALS = re.compile(r"SQL_RESTRICTED_MODE|METHOD_NOT_ALLOWED")
+
+
+def _refused_by_spark(exc: BaseException, where: tuple) -> None:
+    """Analysis failed: a refusal when it was Spark's own lock that said no."""
+    text = str(exc)
+    if SPARK_REFUSALS.search(text):
+        condition = SPARK_REFUSALS.search(text).group()
+        raise SqlRefused(where, f"reflection or a script transform is not allowed (Spark's restricted mode "
+                                f"refused it: {condition})") from None
+
+
+def _table_field(data: dict, name: str) -> tuple:
+    spec = data["tables"][name]
+    exprs = [c for c, col in spec["columns"].items() if "expr" in col]
+    if len(exprs) == 1 and "filter" not in spec:
+        return ("tables", name, "columns", exprs[0], "expr")
+    if not exprs and "filter" in spec:
+        return ("tables", name, "filter")
+    return ("tables", name)
+
+
+def _check_condition(data: dict, stand_ins: dict) -> None:
+    join = data["join"]
+    if "condition" not in join or join.get("left") not in stand_ins or join.get("right") not in stand_ins:
+        return
+    from pyspark.sql import functions as F
+    try:
+        frame = stand_ins[join["left"]].alias("l").join(stand_ins[join["right"]].alias("r"),
+                                                         F.expr(join["condition"]))
+    except Exception as exc:
+        _refused_by_spark(exc, ("join", "condition"))
+        return  # does not analyse: the case reports Spark's error
+    try:
+        check_analysed(frame, set(data["tables"]))
+    except SqlRefused as exc:
+        raise SqlRefused(("join", "condition"), str(exc)) from None
+
+
+def _check_join_sql(spark, data: dict, stand_ins: dict, tables: set[str]) -> None:
+    text = data["join"].get("sql")
+    if text is None or set(stand_ins) != tables:
+        return
+    names = []
+    try:
+        for name, frame in stand_ins.items():
+            frame.createOrReplaceTempView(name)
+            names.append(name)
+        try:
+            frame = spark.sql(text)  # a query: the parse-level check refused anything else
+        except Exception as exc:
+            _refused_by_spark(exc, ("join", "sql"))
+            return
+        try:
+            check_analysed(frame, tables)
+        except SqlRefused as exc:
+            raise SqlRefused(("join", "sql"), str(exc)) from None
+    finally:
+        for name in names:
+            spark.catalog.dropTempView(name)
