@@ -17,9 +17,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from packaging.version import Version
 
 from .util import ROOT, clock
+from .vocab import spark_version
 
 # Environments live beside the checkout; HARNESS_MATRIX_ENVS shares them between checkouts.
 ENV_ROOT = Path(os.environ.get("HARNESS_MATRIX_ENVS") or ROOT / ".matrix")
@@ -34,14 +34,14 @@ BASE_DEPS = ("pyyaml>=6.0", "ruamel.yaml>=0.17", "jsonschema>=4.0", "pytest>=7.0
 
 def python_candidates(spark: str) -> list[str]:
     """Python minor versions a PySpark release supports, preferred first."""
-    v = Version(spark)
-    if v < Version("3.1"):
+    v = spark_version(spark)
+    if v < spark_version("3.1"):
         return ["3.8", "3.7"]
-    if v < Version("3.3"):
+    if v < spark_version("3.3"):
         return ["3.9", "3.8"]
-    if v < Version("3.4"):
+    if v < spark_version("3.4"):
         return ["3.10", "3.9"]
-    if v < Version("4.0"):
+    if v < spark_version("4.0"):
         return ["3.11", "3.10"]
     return ["3.11", "3.12", "3.10"]
 
@@ -57,7 +57,7 @@ def find_python(minor: str) -> str | None:
 
 
 def needs_java11(spark: str) -> bool:
-    return Version(spark) < Version("3.3")
+    return spark_version(spark) < spark_version("3.3")
 
 
 def _run(cmd: list[str], **kwargs) -> None:

@@ -18,8 +18,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from packaging.version import Version
-
 from .vocab import HINTED_STRATEGIES, JOIN_OPERATORS, LOGICAL_JOIN_NAMES, NO_JOIN, spark_version
 
 BHJ, SHJ, SMJ, BNLJ, CP, SSHJ = JOIN_OPERATORS
@@ -128,7 +126,7 @@ RULES_SINCE = {
 
 def since(rule: str, version: str) -> bool:
     """Does this Spark version have the change named `rule` (see RULES_SINCE)?"""
-    return spark_version(version) >= Version(RULES_SINCE[rule][0])
+    return spark_version(version) >= spark_version(RULES_SINCE[rule][0])
 
 
 def aqe_on_by_default(version: str) -> bool:
@@ -508,7 +506,7 @@ def evaluate(observed, version: str, streaming: bool = False) -> dict | None:
     final_plan = observed.final
     if final_plan is not None:  # executed: the final plan exists to be predicted
         settings.adaptive = bool(observed.adaptive)
-        final, why = predict_final(prediction, inputs, settings, final_plan.runtime, version)
+        final, why = predict_final(prediction, inputs, settings, final_plan.runtime_sizes, version)
         verdict["final"] = why
         if final is not None:
             verdict["final_strategy"], verdict["final_build_side"] = final.strategy, final.build_side

@@ -26,30 +26,40 @@ class SparkError:
         return cls(data["class"], data.get("message", ""), data.get("java_class", ""))
 
 
+# A field that was not recorded at all (written as absent), unlike one recorded empty (null).
+ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT", "__bool__": lambda self: False})()
+
+
 @dataclass
 class PlanView:
     """The join nodes of one physical plan (pre-order) and what a report shows of it."""
     joins: list = field(default_factory=list)
     text: str = ""
     operators: Optional[dict] = None   # operator counts, when an expectation asks for them
-    runtime: Optional[dict] = None     # run-time sizes of the top join's inputs (final adaptive plan)
+    # Run-time sizes of the top join's inputs: recorded for a final adaptive plan, where
+    # None says AQE showed none; ABSENT elsewhere.
+    runtime: Any = ABSENT
 
     @property
     def top(self) -> Optional[dict]:
         return self.joins[0] if self.joins else None
+
+    @property
+    def runtime_sizes(self) -> Optional[dict]:
+        return None if self.runtime is ABSENT else self.runtime
 
     @classmethod
     def from_json(cls, data: dict | None) -> "PlanView | None":
         if data is None:
             return None
         return cls(joins=data.get("joins") or [], text=data.get("text", ""), operators=data.get("operators"),
-                   runtime=data.get("runtime"))
+                   runtime=data.get("runtime", ABSENT))
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {"joins": self.joins, "text": self.text}
         if self.operators is not None:
             out["operators"] = self.operators
-        if self.runtime is not None:
+        if self.runtime is not ABSENT:
             out["runtime"] = self.runtime
         return out
 
@@ -122,7 +132,8 @@ class Identity:
 
 
 @dataclass
-class CaseRecord:
+class ItemRecord:
+    """What every item's record says: where it comes from, which item, the verdict."""
     identity: Identity
     case_id: str
     label: str
@@ -130,17 +141,26 @@ class CaseRecord:
     description: str
     status: str
     message: str
-    expected: dict
-    observed: Observation
-    timings: dict
+
+    kind = "item"
+
+    def _head(self) -> dict:
+        return {**self.identity.to_json(), "kind": self.kind, "case_id": self.case_id, "label": self.label,
+                "params": self.params, "description": self.description, "status": self.status,
+                "message": self.message}
+
+
+@dataclass
+class CaseRecord(ItemRecord):
+    expected: dict = field(default_factory=dict)
+    observed: Observation = field(default_factory=Observation)
+    timings: dict = field(default_factory=dict)
     model: Optional[dict] = None
 
     kind = "case"
 
     def to_json(self) -> dict:
-        return {**self.identity.to_json(), "kind": self.kind, "case_id": self.case_id, "label": self.label,
-                "params": self.params, "description": self.description, "status": self.status,
-                "message": self.message, "expected": self.expected, "observed": self.observed.to_json(),
+        return {**self._head(), "expected": self.expected, "observed": self.observed.to_json(),
                 "timings": self.timings, "model": self.model}
 
 
@@ -162,14 +182,7 @@ class AgreementRun:
 
 
 @dataclass
-class AgreementRecord:
-    identity: Identity
-    case_id: str
-    label: str
-    params: dict
-    description: str
-    status: str
-    message: str
+class AgreementRecord(ItemRecord):
     runs: list = field(default_factory=list)         # AgreementRun, in the order they ran
     strategies: list = field(default_factory=list)   # "Strategy (build side)" that answered
     timings: dict = field(default_factory=dict)
@@ -177,8 +190,6 @@ class AgreementRecord:
     kind = "agreement"
 
     def to_json(self) -> dict:
-        return {**self.identity.to_json(), "kind": self.kind, "case_id": self.case_id, "label": self.label,
-                "params": self.params, "description": self.description, "status": self.status,
-                "message": self.message, "expected": {},
+        return {**self._head(), "expected": {},
                 "observed": {"agreement": [run.to_json() for run in self.runs], "strategies": self.strategies},
                 "timings": self.timings}

@@ -112,8 +112,14 @@ class Session:
         # path every executor sees (HARNESS_WORK_DIR, e.g. a shared mount).
         self.workdir = Path(tempfile.mkdtemp(prefix="join-harness-", dir=options.work_dir))
         atexit.register(shutil.rmtree, self.workdir, True)
-        self.hint_log = self.workdir / "hints.log"
-        self.hint_log.touch()
+        # log4j reads its configuration once per JVM: a session that replaces a stopped
+        # one in the same JVM must read the hint log that JVM writes to.
+        global _JVM_HINT_LOG
+        from pyspark import SparkContext
+        if SparkContext._gateway is None or _JVM_HINT_LOG is None:
+            _JVM_HINT_LOG = self.workdir / "hints.log"
+            _JVM_HINT_LOG.touch()
+        self.hint_log = _JVM_HINT_LOG
         log4j2, log4j1 = _log_configs(self.workdir, self.hint_log)
         java_opts = f"-Dlog4j2.configurationFile=file:{log4j2} -Dlog4j.configuration=file:{log4j1}"
         builder = (SparkSession.builder.master(master).appName(f"join-harness-{os.getpid()}")
@@ -372,6 +378,7 @@ class CaseScope:
 
 
 _SESSION: Session | None = None
+_JVM_HINT_LOG: Path | None = None
 _SESSION_LOCK = threading.Lock()
 
 
@@ -405,6 +412,8 @@ def forget_jvm() -> None:
             gateway.shutdown()
     except Exception:
         pass
+    global _JVM_HINT_LOG
+    _JVM_HINT_LOG = None
     SparkContext._gateway = None
     SparkContext._jvm = None
     SparkContext._active_spark_context = None

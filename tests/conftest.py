@@ -42,3 +42,35 @@ expect:
   strategy: BroadcastHashJoin
   build_side: right
 """
+
+
+def fake_record(case_id="c[inner]", strategy="BroadcastHashJoin", build_side=None, *, file=None, status="passed",
+                spark="4.3.0", rows=None, checksum=None, warnings=(), error=None, expected=None, **observed) -> dict:
+    """One case record as the harness writes it (built from harness.records and validated
+    against the results schema), for tests of the tools that read results."""
+    from harness.records import CaseRecord, Identity, Observation, PlanView, SparkError
+    from harness.report import build_results, validate_results
+    if build_side is None:
+        build_side = "right" if strategy == "BroadcastHashJoin" else "none"
+    joins = [] if strategy is None else [{"strategy": strategy, "build_side": build_side, "join_type": "Inner",
+                                          "left_keys": "List(k#1L)", "right_keys": "List(k#2L)", "condition": "",
+                                          "null_aware": False, "skew": False, "tables": None}]
+    identity = Identity(scenario_id=case_id.split("[")[0], file=file or f"scenarios/equi/{case_id.split('[')[0]}.yaml",
+                        line=1, tags=["equi"], bug=None, join_type="inner", api="dataframe",
+                        versions={"spark": spark, "java": "17", "python": "3.11"}, master="local[2]", cluster=None)
+    seen = Observation(initial=PlanView(joins=joins), executed=rows is not None, rows=rows, checksum=checksum,
+                       warnings=list(warnings), error=SparkError.from_json(error), **observed)
+    record = CaseRecord(identity=identity, case_id=case_id, label=case_id.partition("[")[2].rstrip("]"), params={},
+                        description="d", status=status, message="", expected=expected or {"plan": "initial"},
+                        observed=seen, timings={"total_s": 1.0}).to_json()
+    validate_results(build_results([record], []))
+    return record
+
+
+def fake_results(records: list, spark="4.3.0") -> dict:
+    """A whole results.json document around `records`, validated."""
+    from harness.report import build_results, validate_results
+    results = build_results(records, [])
+    results["versions"]["spark"] = spark
+    validate_results(results)
+    return results

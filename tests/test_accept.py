@@ -4,6 +4,7 @@ import re
 
 from harness import accept, expect
 from harness.scenario import expand, load_scenario
+from tests.conftest import fake_record, fake_results
 
 SCENARIO = """\
 # One file per behaviour; this comment must survive accept.
@@ -27,15 +28,11 @@ def write_results(report_dir, version, path, observations):
     for case_id, seen in observations.items():
         strategy, build = seen[:2]
         rows, checksum = (seen[2], seen[3]) if len(seen) > 2 else (None, None)
-        cases.append({"kind": "case", "case_id": case_id, "file": str(path), "status": "failed",
-                      "expected": {"plan": "initial"},
-                      "observed": {"initial": {"joins": [{"strategy": strategy, "build_side": build,
-                                                          "null_aware": False}]},
-                                   "final": None, "executed": rows is not None, "rows": rows,
-                                   "checksum": checksum, "warnings": [], "error": None}})
+        cases.append(fake_record(case_id, strategy, build, file=str(path), status="failed", spark=version,
+                                 rows=rows, checksum=checksum))
     out = report_dir / version
     out.mkdir(parents=True)
-    (out / "results.json").write_text(json.dumps({"cases": cases}))
+    (out / "results.json").write_text(json.dumps(fake_results(cases, spark=version)))
 
 
 def resolved_strategy(path, case_id, version):

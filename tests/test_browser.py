@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from harness import merged
+from tests.conftest import fake_record, fake_results
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (make test-browser installs it)")
@@ -17,18 +18,12 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--dis
 
 
 def _result(version, cases):
-    records = []
-    for case_id, strategy in cases.items():
-        node = {"strategy": strategy, "build_side": "none"}
-        records.append({"kind": "case", "case_id": case_id, "file": f"scenarios/equi/{case_id.split('[')[0]}.yaml",
-                        "tags": [], "status": "passed", "message": "",
-                        "expected": {"strategy": strategy, "plan": "initial"},
-                        "observed": {"initial": {"joins": [node]}, "final": None, "executed": False, "rows": None,
-                                     "checksum": None, "warnings": [], "error": None,
-                                     "estimates": [{"left": {"size_in_bytes": 1234567}, "right": {"size_in_bytes": 52000}}],
-                                     "conf": {"spark.sql.autoBroadcastJoinThreshold": "10485760"}}})
-    return {"versions": {"spark": version, "java": "17", "python": "3.11"}, "cases": records,
-            "summary": {"by_status": {"passed": len(records)}, "by_strategy": {}, "total_case_seconds": 1.0}}
+    records = [fake_record(case_id, strategy, "none", spark=version,
+                           expected={"strategy": strategy, "plan": "initial"},
+                           estimates=[{"left": {"size_in_bytes": 1234567}, "right": {"size_in_bytes": 52000}}],
+                           conf={"spark.sql.autoBroadcastJoinThreshold": "10485760"})
+               for case_id, strategy in cases.items()]
+    return fake_results(records, spark=version)
 
 
 def _chromium(tmp_path, url, *extra):

@@ -25,6 +25,7 @@ SPEC = {
 
 
 def checksum(session, spec, seed=42):
+    datagen.forget_tables()  # a new build each time: the same DataFrame twice would prove nothing
     df = datagen.build_table(session.spark, seed, "t", spec, session.workdir)
     row = checksum_frame(df).collect()[0]
     return row["rows"], _checksum_text(row["hash_sum"])

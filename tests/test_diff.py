@@ -3,14 +3,13 @@ import json
 
 from harness import diff
 from harness.__main__ import main
+from tests.conftest import fake_record
 
 
 def record(case_id, strategy="BroadcastHashJoin", build="right", rows=10, checksum="00000000000000aa",
            warnings=(), error=None, status="passed"):
-    node = {"strategy": strategy, "build_side": build}
-    return {"case_id": case_id, "status": status,
-            "observed": {"initial": {"joins": [node]}, "final": None, "executed": rows is not None,
-                         "rows": rows, "checksum": checksum, "warnings": list(warnings), "error": error}}
+    return fake_record(case_id, strategy, build, rows=rows, checksum=checksum, warnings=warnings, error=error,
+                       status=status)
 
 
 def test_changes_are_grouped_by_kind():

@@ -2,15 +2,11 @@
 import json
 
 from harness import merged
+from tests.conftest import fake_record, fake_results
 
 
 def result(version, strategy, status="passed"):
-    node = {"strategy": strategy, "build_side": "right" if strategy == "BroadcastHashJoin" else "none"}
-    case = {"kind": "case", "case_id": "c[inner]", "file": "scenarios/equi/c.yaml", "tags": ["equi"], "status": status,
-            "message": "", "observed": {"initial": {"joins": [node]}, "final": None, "executed": False,
-                                        "rows": None, "checksum": None, "warnings": [], "error": None}}
-    return {"versions": {"spark": version, "java": "17", "python": "3.11"}, "cases": [case],
-            "summary": {"by_status": {status: 1}, "by_strategy": {strategy: 1}, "total_case_seconds": 1.0}}
+    return fake_results([fake_record("c[inner]", strategy, status=status, spark=version)], spark=version)
 
 
 def test_versions_side_by_side_with_changes_marked(tmp_path):

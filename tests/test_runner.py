@@ -1,0 +1,89 @@
+"""harness.runner, harness.query and harness.agreement on real Spark: what a case
+observes, the record it makes, and the cross-strategy check (including a real
+correctness failure)."""
+import pytest
+
+from harness import query
+from harness.agreement import forced_variants, run_agreement
+from harness.records import Observation
+from harness.runner import capture, resolve_conf, run_case
+from harness.scenario import expand, load_scenario
+from tests.conftest import MINIMAL
+
+
+def only_case(write_scenario, text, name="case.yaml"):
+    return expand(load_scenario(write_scenario(text, name)))[0]
+
+
+def test_sql_text_and_condition_from_a_join_spec():
+    join = {"left": "a", "right": "b", "type": "left", "on": ["k", ["x", "y"]], "condition": "l.v < r.v",
+            "hints": {"left": ["MERGE"], "right": [{"name": "FOO", "unknown": True}]}}
+    assert query.condition_text(join) == "l.`k` = r.`k` AND l.`x` = r.`y` AND (l.v < r.v)"
+    assert query.sql_text(join) == ("SELECT /*+ MERGE(l), FOO(r) */ * FROM a l LEFT OUTER JOIN b r "
+                                    "ON l.`k` = r.`k` AND l.`x` = r.`y` AND (l.v < r.v)")
+
+
+def test_relative_sizes_resolve_against_the_top_join_estimate():
+    estimates = [{"left": {"size_in_bytes": 8000}, "right": {"size_in_bytes": 800}}]
+    conf = {"spark.sql.autoBroadcastJoinThreshold": {"estimate_of": "right", "plus": -1},
+            "spark.sql.adaptive.autoBroadcastJoinThreshold": {"estimate_of": "left", "times": 2},
+            "spark.sql.shuffle.partitions": 4}
+    assert resolve_conf(conf, estimates) == {"spark.sql.autoBroadcastJoinThreshold": 799,
+                                             "spark.sql.adaptive.autoBroadcastJoinThreshold": 16000,
+                                             "spark.sql.shuffle.partitions": 4}
+
+
+def test_a_case_observes_plans_estimates_and_rows(session, write_scenario):
+    text = MINIMAL.replace("  build_side: right\n", "  build_side: right\n  rows: 100\n  plan: both\n")
+    record = run_case(only_case(write_scenario, text), session)
+    assert record.status == "passed", record.message
+    seen = record.observed
+    assert isinstance(seen, Observation) and seen.executed and seen.rows == 100
+    assert seen.initial.top["strategy"] == "BroadcastHashJoin" and seen.final.top["build_side"] == "right"
+    assert seen.estimates[0]["left"]["size_in_bytes"] > seen.estimates[0]["right"]["size_in_bytes"] > 0
+    assert len(seen.checksum) == 16 and "BroadcastHashJoin" in seen.initial.text
+    assert record.model["agrees"]
+    as_json = record.to_json()
+    assert as_json["observed"]["initial"]["joins"][0]["strategy"] == "BroadcastHashJoin"
+    assert "plan_objects" not in as_json["observed"]  # JVM objects never enter a record
+
+
+def test_plan_only_cases_do_not_execute(session, write_scenario):
+    observed, plan_objects = capture(session, only_case(write_scenario, MINIMAL), execute=False, collect_rows=False)
+    assert not observed.executed and observed.rows is None and observed.final is None
+    assert set(plan_objects) == {"initial"}
+
+
+def test_forced_variants_cover_every_strategy(write_scenario):
+    case = only_case(write_scenario, MINIMAL)
+    labels = [label for label, _, _ in forced_variants(case)]
+    assert labels == ["as written", "BROADCAST@left", "BROADCAST@right", "SHUFFLE_HASH@left", "SHUFFLE_HASH@right",
+                      "MERGE", "SHUFFLE_REPLICATE_NL"]
+
+
+def test_agreement_passes_when_every_strategy_gives_the_same_answer(session, write_scenario):
+    record = run_agreement(only_case(write_scenario, MINIMAL), session)
+    assert record.status == "passed", record.message
+    assert {r.strategy for r in record.runs} >= {"BroadcastHashJoin", "ShuffledHashJoin", "SortMergeJoin"}
+    assert len({(r.rows, r.checksum) for r in record.runs}) == 1
+
+
+@pytest.fixture
+def wrong_under_one_strategy(monkeypatch):
+    """Make the sort-merge variant return other rows, as a Spark bug under one strategy
+    would: the check must report `correctness` naming it."""
+    import harness.agreement as agreement_module
+    real = agreement_module.observe
+
+    def observe(session, scope, case, join, conf, **kwargs):
+        observed, plans = real(session, scope, case, join, conf, **kwargs)
+        if join.get("hints", {}).get("left") == ["MERGE"]:
+            observed.rows += 1
+        return observed, plans
+    monkeypatch.setattr(agreement_module, "observe", observe)
+
+
+def test_a_strategy_with_other_rows_is_a_correctness_failure(session, write_scenario, wrong_under_one_strategy):
+    record = run_agreement(only_case(write_scenario, MINIMAL), session)
+    assert record.status == "correctness"
+    assert "SortMergeJoin (build none, forced MERGE) gives 101 rows" in record.message
