@@ -169,6 +169,27 @@ def _rows_equal(expected: list, observed: list) -> bool:
     return True
 
 
+PATTERN_TIMEOUT_S = 1.0
+
+
+class PatternTooSlow(Exception):
+    pass
+
+
+def search(pattern: str, text: str) -> bool:
+    """re.search, bounded in time: a scenario's pattern is untrusted, and a pattern that
+    backtracks catastrophically must not hang the worker (the `regex` module stops it)."""
+    try:
+        import regex
+    except ImportError:  # an environment without it (an old matrix venv): bounded input only
+        return re.search(pattern, text[:2000]) is not None
+    try:
+        return regex.search(pattern, text, timeout=PATTERN_TIMEOUT_S) is not None
+    except TimeoutError:
+        raise PatternTooSlow(f"pattern /{pattern}/ took over {PATTERN_TIMEOUT_S:g} s on the text "
+                             "(catastrophic backtracking?)") from None
+
+
 def _compare_error(expected: dict, observed_error: SparkError | None) -> list[str]:
     want = expected.get("error")
     if want is None:
@@ -181,7 +202,7 @@ def _compare_error(expected: dict, observed_error: SparkError | None) -> list[st
     if "class" in want and want["class"] not in (observed_error.cls, observed_error.java_class) \
             and not observed_error.java_class.endswith("." + want["class"]):
         problems.append(f"expected error class {want['class']}, observed {observed_error.cls}")
-    if "message" in want and not re.search(want["message"], observed_error.message):
+    if "message" in want and not search(want["message"], observed_error.message):
         problems.append(f"error message /{want['message']}/ not found in: {observed_error.message}")
     return problems
 
@@ -203,6 +224,13 @@ def _compare_operators(expected: dict, counts: dict) -> list[str]:
 
 def compare(expected: dict, observed: Observation) -> list[str]:
     """Mismatches between what a case expects and what Spark did, one line each."""
+    try:
+        return _compare(expected, observed)
+    except PatternTooSlow as exc:
+        return [str(exc)]
+
+
+def _compare(expected: dict, observed: Observation) -> list[str]:
     if observed.error or "error" in expected:
         problems = _compare_error(expected, observed.error)
         if problems or observed.error:
@@ -228,7 +256,7 @@ def compare(expected: dict, observed: Observation) -> list[str]:
         if not expected["warnings"] and seen:
             problems.append(f"expected no hint warnings, observed: {seen[0]}")
         for pattern in expected["warnings"]:
-            if not any(re.search(pattern, line) for line in seen):
+            if not any(search(pattern, line) for line in seen):
                 problems.append(f"no hint warning matches /{pattern}/ (observed: {seen or 'none'})")
     if "operators" in expected:
         problems += _compare_operators(expected["operators"], observed.checked_plan(plan_mode).operators or {})

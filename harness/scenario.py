@@ -407,9 +407,29 @@ def _check_confs(at: _Where, data: dict) -> None:
             raise at.error(where, str(exc)) from None
 
 
+def _expectation_blocks(data: dict):
+    yield ("expect",), data["expect"]
+    for i, override in enumerate(data["expect"].get("overrides", [])):
+        yield ("expect", "overrides", i), override
+
+
+def _check_patterns(at: _Where, data: dict) -> None:
+    """Every regular expression compiles (error messages, warnings)."""
+    for where, block in _expectation_blocks(data):
+        patterns = [(where + ("error", "message"), (block.get("error") or {}).get("message"))]
+        patterns += [(where + ("warnings", i), p) for i, p in enumerate(block.get("warnings") or [])]
+        for field_path, pattern in patterns:
+            if pattern is None:
+                continue
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise at.error(field_path, f"not a regular expression: {exc}") from None
+
+
 # What a schema cannot say, one rule each, in the order a person fixes a file.
 SEMANTIC_CHECKS = (_check_join_tables, _check_columns, _check_join_columns, _check_stream_shape,
-                   _check_all_hints, _check_confs, _check_version_specifiers)
+                   _check_all_hints, _check_confs, _check_version_specifiers, _check_patterns)
 
 
 def _check_semantics(path: Path, data: dict, lines: dict) -> None:

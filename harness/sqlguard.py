@@ -205,34 +205,46 @@ def check_query_text(spark, text: str, tables: set[str]) -> None:
     """Parse-level check of a query (before Spark analyses, let alone runs, it)."""
     plan = parsed_query(spark, text)
     tree = _tree(plan)
-    hidden = [] if _cte_bodies_serialised(tree) else _cte_bodies(plan)
-    guard = Guard(tables | {name.lower() for name, _ in hidden}, allow_relations=True)
+    ctes, hidden = ([], []) if _containers_serialised(tree) else _hidden_parts(plan)
+    guard = Guard(tables | {name.lower() for name in ctes}, allow_relations=True)
     guard.check_tree(tree, analysed=False)
-    for _, body in hidden:
-        guard.check_tree(_tree(body), analysed=False)
+    for part in hidden:
+        guard.check_tree(_tree(part), analysed=False)
 
 
-def _cte_bodies_serialised(tree) -> bool:
-    """Spark 3.0/3.1 write a `With` node's CTE definitions (a Seq of tuples) as null."""
-    return all(isinstance(node.get("cteRelations"), list) for node in _nodes(tree)
-               if node["class"].rsplit(".", 1)[-1] in ("With", "UnresolvedWith"))
+# Fields that hold plans or expressions in a shape older toJSON writes as null (3.0/3.1:
+# a `With` node's Seq of (name, plan) tuples; an inline table's Seq of Seq of expressions).
+_CONTAINERS = {"With": "cteRelations", "UnresolvedWith": "cteRelations", "UnresolvedInlineTable": "rows"}
 
 
-def _cte_bodies(plan) -> list:
-    """(name, plan) of every CTE definition, read through Py4J: plan nodes, their
-    subquery plans and CTE definitions, recursively (parsed plans are small)."""
-    bodies, stack = [], [plan]
+def _containers_serialised(tree) -> bool:
+    return all(isinstance(node.get(_CONTAINERS[simple]), list) for node in _nodes(tree)
+               for simple in [node["class"].rsplit(".", 1)[-1]] if simple in _CONTAINERS)
+
+
+def _hidden_parts(plan) -> tuple[list, list]:
+    """CTE names, and every CTE body and inline-table expression, read through Py4J:
+    plan nodes, their subquery plans and those containers, recursively (parsed plans are
+    small)."""
+    names, parts, stack = [], [], [plan]
     while stack:
         node = stack.pop()
-        if node.getClass().getSimpleName() in ("With", "UnresolvedWith"):
+        simple = node.getClass().getSimpleName()
+        if simple in ("With", "UnresolvedWith"):
             relations = node.cteRelations()
             for i in range(relations.size()):
                 relation = relations.apply(i)
-                bodies.append((str(relation._1()), relation._2()))
+                names.append(str(relation._1()))
+                parts.append(relation._2())
                 stack.append(relation._2())
+        elif simple == "UnresolvedInlineTable":
+            rows = node.rows()
+            for i in range(rows.size()):
+                row = rows.apply(i)
+                parts.extend(row.apply(j) for j in range(row.size()))
         for seq in (node.children(), node.subqueries()):
             stack.extend(seq.apply(i) for i in range(seq.size()))
-    return bodies
+    return names, parts
 
 
 def check_expression_text(spark, text: str) -> None:

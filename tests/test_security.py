@@ -83,6 +83,8 @@ def test_reflection_is_refused_in_every_field_and_spelling(session, write_scenar
     ("SELECT * FROM default.a", "reads 'default\\.a'"),
     ("SELECT * FROM IDENTIFIER('default.a')", "IDENTIFIER\\(\\) clause|table function 'identifier'|reads 'default\\.a'"),
     ("CACHE TABLE a", "not a query operator"),
+    ("SELECT * FROM VALUES (java_method('java.lang.System', 'getProperty', 'user.home')) AS t(x)", "reflection"),
+    ("SELECT /*+ REPARTITION(reflect('java.lang.System', 'getProperty', 'user.home')) */ * FROM a", "reflection"),
     ("SELECT * FROM a WHERE k IN (SELECT java_method('java.lang.System', 'exit', 0))", "reflection"),
 ])
 def test_only_queries_over_the_scenarios_tables(session, write_scenario, sql, construct):
@@ -405,3 +407,21 @@ def test_control_characters_from_spark_errors_are_escaped(session, write_scenari
     assert record["status"] == "error"
     assert "\\x1b[31mred\\x07" in record["message"]
     assert "\x1b" not in json.dumps(record, ensure_ascii=False)
+
+
+def test_a_catastrophic_pattern_cannot_hang_the_worker():
+    import time
+
+    from harness import expect
+    from harness.records import Observation, SparkError
+    observed = Observation(error=SparkError("AnalysisException", "a" * 60 + "b"))
+    started = time.perf_counter()
+    problems = expect.compare({"plan": "initial", "error": {"message": "(a|aa)+$"}}, observed)
+    assert time.perf_counter() - started < 5
+    assert problems and "took over 1 s" in problems[0]
+
+
+def test_a_pattern_that_does_not_compile_is_a_collection_error(write_scenario):
+    text = MINIMAL + "  warnings: ['(unclosed']\n"
+    with pytest.raises(ScenarioError, match=r"case.yaml:19: expect.warnings\[0\]: not a regular expression"):
+        load_scenario(write_scenario(text))
