@@ -86,6 +86,9 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
         status = "correctness" if problems else "passed"
     strategies = sorted({(r.strategy, r.build_side) for r in answered})
     message = "; ".join(problems) if problems else f"{len(answered)} runs over {len(strategies)} strategies agree"
+    version = session.versions["spark"]
+    status, message = expect.bug_verdict(expect.bug_in_force(case, version, session.deployment), status, message,
+                                         version, case_item=False)
     return _agreement_record(case, session, status, message, runs, strategies, started)
 
 

@@ -12,7 +12,7 @@ import json
 from .report import top_join, version_dir
 from .vocab import describe_join
 
-KINDS = ("strategy", "build side", "result", "error", "warnings", "status", "only in one version")
+KINDS = ("known bug", "strategy", "build side", "result", "error", "warnings", "status", "only in one version")
 
 
 def _plan(record: dict, which: str) -> tuple[str, str]:
@@ -45,6 +45,11 @@ def case_changes(old: dict, new: dict) -> list[tuple[str, str]]:
     if w_old != w_new:
         parts = [f"+ {w}" for w in sorted(w_new - w_old)] + [f"- {w}" for w in sorted(w_old - w_new)]
         changes.append(("warnings", "; ".join(parts)))
+    bug_id = (new.get("bug") or old.get("bug") or {}).get("id", "")
+    if new["status"] == "known_bug" and old["status"] != "known_bug":
+        changes.insert(0, ("known bug", f"bug appears: {bug_id}"))
+    elif old["status"] == "known_bug" and new["status"] != "known_bug":
+        changes.insert(0, ("known bug", f"bug disappears: {bug_id} (now {new['status']})"))
     if old["status"] != new["status"] and not changes:
         changes.append(("status", f"{old['status']} → {new['status']}"))
     return changes

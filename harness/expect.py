@@ -273,3 +273,34 @@ def _compare(expected: dict, observed: Observation) -> list[str]:
             if "max" in bounds and size > bounds["max"]:
                 problems.append(f"{side} estimate {size:,} B is above the expected maximum {bounds['max']:,} B")
     return problems
+
+
+# --------------------------------------------------------------------------- known bugs
+
+BUG_FAILURES = ("failed", "error", "correctness")
+
+
+def bug_in_force(case: Case, version: str, deployment: str = "local") -> dict | None:
+    """The scenario's `bug` when this version is declared affected and the bug concerns
+    this case; None otherwise."""
+    bug = case.scenario.data.get("bug") or {}
+    if not bug.get("affected") or not _version_in(bug["affected"], version):
+        return None
+    if "when" in bug and not when_matches(bug["when"], case, version, deployment):
+        return None
+    return bug
+
+
+def bug_verdict(bug: dict | None, status: str, message: str, version: str, case_item: bool = True) -> tuple[str, str]:
+    """A known bug is never green and never plain red: on a version declared affected, a
+    failure is `known_bug` (counted apart), and a case that behaves correctly fails, since
+    the declaration is then wrong. The expectations describe the correct behaviour."""
+    if bug is None:
+        return status, message
+    where = f"{bug['id']} (affected {bug['affected']})"
+    if status in BUG_FAILURES:
+        return "known_bug", f"known bug {where}: {message}"
+    if status == "passed" and case_item:
+        return "failed", (f"declared affected by {where} but behaves correctly on Spark {version}: "
+                          "the declaration is wrong")
+    return status, message

@@ -153,6 +153,9 @@ def main(versions: list[str], report_dir: str = "reports", workers: str = "2", e
         f"total {clock(timings['total_s'])}")
     from . import diff, merged
     log(f"merged report: {merged.write_merged(report_dir)}")
+    for spark in (r["spark"] for r in runs):
+        for line in known_bugs(report_dir, spark):
+            log(f"Spark {spark}: known bug {line}")
     ran = [r["spark"] for r in runs]
     for old, new in zip(ran, ran[1:]):
         try:
@@ -164,6 +167,17 @@ def main(versions: list[str], report_dir: str = "reports", workers: str = "2", e
 
 
 EXIT_MEANING = {0: "all passed", 1: "some cases failed"}
+
+
+def known_bugs(report_dir: str, spark: str) -> list[str]:
+    """`case: SPARK-id` for every case of that version's results whose status is known_bug."""
+    from . import diff
+    try:
+        results = diff.load_results(report_dir, spark)
+    except (FileNotFoundError, ValueError):
+        return []
+    return [f"{r['case_id']}: {(r.get('bug') or {}).get('id', '')}" for r in results["cases"]
+            if r["status"] == "known_bug"]
 
 
 def _warm_faker_pools() -> int:

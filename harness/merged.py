@@ -45,7 +45,8 @@ def _cell(record: dict, folder: str) -> dict:
     return {"status": record["status"], "initial": initial, "final": final if final != initial else "",
             "rows": observed.get("rows"), "message": record.get("message", "")[:300],
             "error": (observed.get("error") or {}).get("class", ""), "detail": _detail(record, folder),
-            "drift": bool((record.get("model") or {}).get("drift"))}
+            "drift": bool((record.get("model") or {}).get("drift")),
+            "bug": (record.get("bug") or {}).get("id", "") if record["status"] == "known_bug" else ""}
 
 
 def _detail(record: dict, folder: str) -> dict:

@@ -199,6 +199,8 @@ class ScenarioItem(pytest.Item):
         self.user_properties.append((RECORD_KEY, json.dumps(record.to_json(), default=str)))
         if record.status == "skipped":
             pytest.skip(record.message)
+        if record.status == "known_bug":  # reported apart: xfailed, and listed with its JIRA
+            pytest.xfail(record.message)
         if record.status in FAILING:
             raise CaseFailed(f"[{record.status}] {record.message}")
 
@@ -309,6 +311,13 @@ class HarnessReporter:
     def pytest_terminal_summary(self, terminalreporter):
         if self.failed_write:
             terminalreporter.write_line(self.failed_write)
+        known = sorted((r for r in self.records.values() if r["status"] == "known_bug"), key=lambda r: r["case_id"])
+        if known:
+            terminalreporter.write_sep("-", f"known bugs on Spark {report.installed_spark()}: {len(known)} case(s)")
+            for record in known:
+                bug = record.get("bug") or {}
+                terminalreporter.write_line(one_line(f"  {record['case_id']}: {bug.get('id', '')} "
+                                                     f"{bug.get('url', '')} ({record['file']}:{record['line']})"))
         if self.written:
             terminalreporter.write_sep("-", "join harness reports")
             for path in self.written:

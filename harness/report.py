@@ -16,8 +16,8 @@ import jsonschema
 from .util import atomic_write_text, jinja_env, remove_stale_temps
 from .scenario import SCHEMA_DIR
 
-STATUS_ORDER = {"correctness": 0, "failed": 1, "error": 2, "timeout": 3, "invalid": 4,
-                "observed": 5, "skipped": 6, "passed": 7}
+STATUS_ORDER = {"correctness": 0, "failed": 1, "error": 2, "timeout": 3, "invalid": 4, "known_bug": 5,
+                "observed": 6, "skipped": 7, "passed": 8}
 RESULTS_SCHEMA_VERSION = 1
 
 

@@ -251,9 +251,12 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
     status = _status(expected, observed, problems)
     if status in ("error", "timeout") and not problems:
         problems = [f"{observed.error.cls}: {observed.error.message}"]
+    version = session.versions["spark"]
+    status, message = expect.bug_verdict(expect.bug_in_force(case, version, deployment(session.master)), status,
+                                         one_line("; ".join(problems)), version)
     return CaseRecord(
         identity=_identity(case, session), case_id=case.case_id, label=case.label, params=case.params,
-        description=case.scenario.data["description"], status=status, message=one_line("; ".join(problems)),
+        description=case.scenario.data["description"], status=status, message=message,
         expected=expected, observed=observed,
         timings={"total_s": round(total_s, 4), **{k: round(v, 4) for k, v in observed.timings.items()}},
         model=judged)

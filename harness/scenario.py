@@ -378,7 +378,7 @@ def _check_all_hints(at: _Where, data: dict) -> None:
 
 def _check_version_specifiers(at: _Where, data: dict) -> None:
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    specs = [(("expect", "spark"), data["expect"].get("spark"))]
+    specs = [(("expect", "spark"), data["expect"].get("spark")), (("bug", "affected"), (data.get("bug") or {}).get("affected"))]
     specs += [(("expect", "overrides", i, "when", "spark"), o["when"].get("spark"))
               for i, o in enumerate(data["expect"].get("overrides", []))]
     for where, spec in specs:
