@@ -36,3 +36,11 @@ def test_command_reads_report_dirs(tmp_path, capsys):
     assert "x: initial: SortMergeJoin → ShuffledHashJoin" in out
     assert main(["diff", "3.5.7", "9.9.9", "--report-dir", str(tmp_path)]) == 2
     assert "no results for Spark 9.9.9" in capsys.readouterr().err
+
+
+def test_a_known_bug_appearing_or_disappearing_is_a_change():
+    bug = {"id": "SPARK-9", "affected": "<4.0"}
+    old = {"cases": [{**record("a", status="known_bug"), "bug": bug}, {**record("b"), "bug": bug}]}
+    new = {"cases": [{**record("a"), "bug": bug}, {**record("b", status="known_bug"), "bug": bug}]}
+    grouped = diff.diff_results(old, new)
+    assert grouped["known bug"] == [("a", "bug disappears: SPARK-9 (now passed)"), ("b", "bug appears: SPARK-9")]

@@ -129,3 +129,39 @@ def test_base_expectations_scoped_to_versions_leave_others_observed(write_scenar
     case = expand(load_scenario(write_scenario(text)))[0]
     assert expect.resolve(case, "4.3.0")["strategy"] == "BroadcastHashJoin"
     assert not expect.has_assertions(expect.resolve(case, "3.4.4"))
+
+
+def test_a_known_bug_is_never_green(write_scenario, session):
+    """Declared affected: a failure is known_bug; behaving correctly fails the declaration."""
+    from harness.runner import run_case
+    bug = "bug: {id: SPARK-1, url: 'https://issues.apache.org/jira/browse/SPARK-1', affected: '>=3.0'}\n"
+    wrong = MINIMAL.replace("build_side: right", "build_side: left") + bug
+    record = run_case(expand(load_scenario(write_scenario(wrong, "wrong.yaml")))[0], session)
+    assert record.status == "known_bug"
+    assert record.message.startswith("known bug SPARK-1 (affected >=3.0): initial plan: expected build side left")
+    right = MINIMAL + bug
+    record = run_case(expand(load_scenario(write_scenario(right, "right.yaml")))[0], session)
+    assert record.status == "failed" and "declared affected by SPARK-1" in record.message
+    elsewhere = wrong.replace("affected: '>=3.0'", "affected: '<3.0'")
+    record = run_case(expand(load_scenario(write_scenario(elsewhere, "elsewhere.yaml")))[0], session)
+    assert record.status == "failed" and not record.message.startswith("known bug")
+
+
+def test_a_bug_may_concern_some_cases_only(write_scenario):
+    text = MINIMAL.replace("expect:", "matrix:\n  join_type: [inner, left_outer]\nexpect:") + \
+        "bug: {id: SPARK-2, affected: '>=3.0', when: {join_type: left_outer}}\n"
+    inner, outer = expand(load_scenario(write_scenario(text)))
+    assert expect.bug_in_force(inner, "4.3.0") is None
+    assert expect.bug_in_force(outer, "4.3.0")["id"] == "SPARK-2"
+    assert expect.bug_verdict(None, "failed", "m", "4.3.0") == ("failed", "m")
+    assert expect.bug_verdict({"id": "SPARK-2", "affected": ">=3.0"}, "timeout", "m", "4.3.0") == ("timeout", "m")
+    assert expect.bug_verdict({"id": "SPARK-2", "affected": ">=3.0"}, "passed", "", "4.3.0", case_item=False) == \
+        ("passed", "")
+
+
+def test_affected_must_be_a_version_specifier(write_scenario):
+    import pytest
+
+    from harness.scenario import ScenarioError
+    with pytest.raises(ScenarioError, match=r"bug.affected: '3.5.x and earlier' is not a PEP 440 version specifier"):
+        load_scenario(write_scenario(MINIMAL + "bug: {id: SPARK-3, affected: 3.5.x and earlier}\n"))
