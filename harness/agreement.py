@@ -2,10 +2,11 @@
 to it, forced by hints; every one must give the same row count and checksum."""
 from __future__ import annotations
 
+import re
 import time
 from functools import reduce
 
-from . import expect
+from . import confs, datagen, expect
 from .runner import AS_WRITTEN, _identity, _tables_used, absent_session, observe, timeout_error
 from .util import one_line
 from .scenario import Case
@@ -17,6 +18,10 @@ from .vocab import NESTED_LOOP_OPERATORS, NO_JOIN
 # Nested-loop strategies compare every pair: the cross-strategy check only forces them
 # when the tables are small enough for that to stay cheap.
 NESTED_LOOP_PAIR_BUDGET = 20_000_000
+# A forced strategy that cannot run for lack of room (a broadcast too large) gives no
+# answer; any other run-time failure while another strategy answers is a wrong result.
+RESOURCE_LIMITS = re.compile(r"Cannot broadcast the table|OutOfMemoryError|maxResultSize|larger than the "
+                             r"(?:maximum|max)|Not enough memory to build")
 
 
 def _pairs(case: Case) -> int:
@@ -25,7 +30,34 @@ def _pairs(case: Case) -> int:
     return reduce(lambda a, b: a * max(b, 1), sizes, 1)
 
 
-def forced_variants(case: Case) -> list[tuple[str, dict, dict]]:
+_FILTERED_ROWS: dict = {}
+
+
+def _real_pairs(session: Session, case: Case) -> int:
+    """The pairs a nested loop would compare, from the rows the inputs really have: a
+    filter can leave 499 of 200,000 declared rows (counted once per table and worker)."""
+    spec = case.scenario.data["tables"]
+    data_conf = confs.data_conf({k: v for k, v in case.spark_conf.items() if not isinstance(v, dict)})
+    sizes = []
+    for name in _tables_used(case):
+        table = spec[name]
+        if "filter" not in table:
+            sizes.append(table["rows"])
+            continue
+        key = (id(session.spark), datagen.table_fingerprint(case.scenario.seed, name, table, data_conf))
+        if key not in _FILTERED_ROWS:
+            with session.case_scope(case.scenario.timeout):
+                frame = datagen.build_table(session.spark, case.scenario.seed, name, table, session.workdir, data_conf)
+                _FILTERED_ROWS[key] = frame.count()
+        sizes.append(_FILTERED_ROWS[key])
+    return reduce(lambda a, b: a * max(b, 1), sizes, 1)
+
+
+def nested_loops_affordable(session: Session, case: Case) -> bool:
+    return _pairs(case) <= NESTED_LOOP_PAIR_BUDGET or _real_pairs(session, case) <= NESTED_LOOP_PAIR_BUDGET
+
+
+def forced_variants(case: Case, nested_loops: bool = True) -> list[tuple[str, dict, dict]]:
     """(label, join spec, extra conf) for each strategy to force on this case's query."""
     # Few shuffle partitions: the forced strategies do not depend on them, and 200 tiny
     # tasks per shuffle would make this check cost more than all cases together.
@@ -38,23 +70,23 @@ def forced_variants(case: Case) -> list[tuple[str, dict, dict]]:
     hinted = [("BROADCAST@left", {"left": ["BROADCAST"]}),
               ("BROADCAST@right", {"right": ["BROADCAST"]}), ("SHUFFLE_HASH@left", {"left": ["SHUFFLE_HASH"]}),
               ("SHUFFLE_HASH@right", {"right": ["SHUFFLE_HASH"]}), ("MERGE", {"left": ["MERGE"]})]
-    if _pairs(case) <= NESTED_LOOP_PAIR_BUDGET:
+    if nested_loops:
         hinted.append(("SHUFFLE_REPLICATE_NL", {"left": ["SHUFFLE_REPLICATE_NL"]}))
     as_written = (AS_WRITTEN, case.join, {})
     return [as_written] + [(label, {**case.join, "hints": hints}, no_auto) for label, hints in hinted]
 
 
 def run_agreement(case: Case, session: Session) -> AgreementRecord:
-    """Force every strategy Spark can apply to this join; all must agree on the answer."""
+    """Force every strategy Spark can apply to this join; all must agree on the answer.
+    A strategy that throws while another answers is a correctness failure; a check that
+    compared fewer than two strategies checked nothing and says so (`unchecked`)."""
     started = time.perf_counter()
-    runs, problems = [], []
-    if "error" in expect.resolve(case, session.versions["spark"], session.deployment):
-        return _agreement_record(case, session, "skipped", "Spark rejects this query on this version", [], [], started)
+    runs, problems, rejected = [], [], []
     base_conf = {k: v for k, v in case.spark_conf.items() if not isinstance(v, dict)}
-    skip_nested_loop = _pairs(case) > NESTED_LOOP_PAIR_BUDGET
+    affordable = nested_loops_affordable(session, case)
     deadline = started + case.scenario.timeout  # one budget for all the forced runs
     streamed = "stream" in case.scenario.data
-    for label, join, extra in forced_variants(case):
+    for label, join, extra in forced_variants(case, nested_loops=affordable):
         with session.case_scope(max(deadline - time.perf_counter(), 0.01)) as scope:
             try:
                 # A streaming scenario: the stream-stream join as written against every
@@ -67,29 +99,49 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
                     return _agreement_record(case, session, "timeout", message, runs, [], started)
                 err = describe_error(exc)
                 runs.append(AgreementRun(label, error=f"{err.cls}: {err.message}"))
+                if getattr(exc, "harness_phase", None) != "execution" or RESOURCE_LIMITS.search(err.message):
+                    rejected.append(label)  # refused at analysis or planning, or too big: not a result
                 continue
         top = (observed.final or observed.initial).top or {"strategy": NO_JOIN, "build_side": "none"}
-        if skip_nested_loop and top["strategy"] in NESTED_LOOP_OPERATORS and label != AS_WRITTEN:
+        if not affordable and top["strategy"] in NESTED_LOOP_OPERATORS and label != AS_WRITTEN:
             continue
         runs.append(AgreementRun(label, top["strategy"], top["build_side"], observed.rows, observed.checksum))
-    answered = [r for r in runs if r.error is None]
-    if not answered:
-        status = "error"
-        problems.append("no forced strategy could run the query: " + "; ".join(r.error for r in runs))
-    else:
-        reference = answered[0]
-        for run in answered[1:]:
-            if (run.rows, run.checksum) != (reference.rows, reference.checksum):
-                problems.append(f"{run.strategy} (build {run.build_side}, forced {run.forced}) gives "
-                                f"{run.rows} rows / {run.checksum}, but {reference.strategy} "
-                                f"(forced {reference.forced}) gives {reference.rows} rows / {reference.checksum}")
-        status = "correctness" if problems else "passed"
-    strategies = sorted({(r.strategy, r.build_side) for r in answered})
-    message = "; ".join(problems) if problems else f"{len(answered)} runs over {len(strategies)} strategies agree"
+    status, message = _verdict(runs, rejected, affordable)
     version = session.versions["spark"]
     status, message = expect.bug_verdict(expect.bug_in_force(case, version, session.deployment), status, message,
                                          version, case_item=False)
-    return _agreement_record(case, session, status, message, runs, strategies, started)
+    return _agreement_record(case, session, status, message, runs, _strategies(runs), started)
+
+
+def _strategies(runs: list) -> list[tuple[str, str]]:
+    return sorted({(r.strategy, r.build_side) for r in runs if r.error is None})
+
+
+def _verdict(runs: list, rejected: list, nested_loops: bool) -> tuple[str, str]:
+    answered = [r for r in runs if r.error is None]
+    failed = [r for r in runs if r.error is not None]
+    if not answered:
+        if failed and len(rejected) == len(failed):
+            return "skipped", "Spark rejects this query on this version: " + failed[0].error
+        return "error", "no forced strategy could run the query: " + "; ".join(
+            f"{r.forced}: {r.error}" for r in failed) if failed else "no strategy ran"
+    problems = [f"forced {r.forced} threw {r.error} while {answered[0].strategy} (forced {answered[0].forced}) "
+                f"returned {answered[0].rows} rows" for r in failed if r.forced not in rejected]
+    reference = answered[0]
+    for run in answered[1:]:
+        if (run.rows, run.checksum) != (reference.rows, reference.checksum):
+            problems.append(f"{run.strategy} (build {run.build_side}, forced {run.forced}) gives "
+                            f"{run.rows} rows / {run.checksum}, but {reference.strategy} "
+                            f"(forced {reference.forced}) gives {reference.rows} rows / {reference.checksum}")
+    if problems:
+        return "correctness", "; ".join(problems)
+    strategies = _strategies(runs)
+    if len(strategies) < 2:
+        why = "" if nested_loops else "; nested-loop strategies were not forced (the inputs hold more than " \
+                                      f"{NESTED_LOOP_PAIR_BUDGET:,} pairs)"
+        only = ", ".join(f"{s} ({b})" for s, b in strategies)
+        return "unchecked", f"only one strategy could be compared ({only}): nothing to check against{why}"
+    return "passed", f"{len(answered)} runs over {len(strategies)} strategies agree"
 
 
 def _agreement_record(case, session, status, message, runs, strategies, started) -> AgreementRecord:

@@ -41,12 +41,20 @@ def _cell(record: dict, folder: str) -> dict:
     initial, final = _plan_label(record, "initial"), _plan_label(record, "final")
     observed = record["observed"]
     if record["kind"] == "agreement":
-        initial, final = f"{len(observed.get('strategies') or [])} strategies agree", ""
+        initial, final = _agreement_label(record), ""
     return {"status": record["status"], "initial": initial, "final": final if final != initial else "",
             "rows": observed.get("rows"), "message": record.get("message", "")[:300],
             "error": (observed.get("error") or {}).get("class", ""), "detail": _detail(record, folder),
             "drift": bool((record.get("model") or {}).get("drift")),
             "bug": (record.get("bug") or {}).get("id", "") if record["status"] == "known_bug" else ""}
+
+
+def _agreement_label(record: dict) -> str:
+    """What an agreement cell says, in agreement with its status."""
+    count = len(record["observed"].get("strategies") or [])
+    return {"passed": f"{count} strategies agree", "correctness": "results differ",
+            "unchecked": f"unchecked ({count} strateg{'y' if count == 1 else 'ies'})",
+            "known_bug": "known bug"}.get(record["status"], record["status"])
 
 
 def _detail(record: dict, folder: str) -> dict:

@@ -17,7 +17,7 @@ from .util import atomic_write_text, jinja_env, remove_stale_temps
 from .scenario import SCHEMA_DIR
 
 STATUS_ORDER = {"correctness": 0, "failed": 1, "error": 2, "timeout": 3, "invalid": 4, "known_bug": 5,
-                "observed": 6, "skipped": 7, "passed": 8}
+                "unchecked": 6, "observed": 7, "skipped": 8, "passed": 9}
 RESULTS_SCHEMA_VERSION = 1
 
 

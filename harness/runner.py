@@ -133,7 +133,11 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
 
     if execute:
         start = time.perf_counter()
-        row = frame.collect()[0]
+        try:
+            row = frame.collect()[0]
+        except Exception as exc:
+            exc.harness_phase = "execution"  # Spark accepted and planned the query; running it failed
+            raise
         scope.check_timeout()
         observed.executed, observed.rows, observed.checksum = True, int(row["rows"]), checksum_text(row["hash_sum"])
         final_plan = plans.current_plan(frame)

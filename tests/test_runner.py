@@ -87,3 +87,45 @@ def test_a_strategy_with_other_rows_is_a_correctness_failure(session, write_scen
     record = run_agreement(only_case(write_scenario, MINIMAL), session)
     assert record.status == "correctness"
     assert "SortMergeJoin (build none, forced MERGE) gives 101 rows" in record.message
+
+
+@pytest.fixture
+def throws_under_one_strategy(monkeypatch):
+    """Make the sort-merge variant fail at run time, as a codegen bug under one strategy
+    would: a strategy that throws while others answer is a correctness failure."""
+    import harness.agreement as agreement_module
+    real = agreement_module.observe
+
+    def observe(session, scope, case, join, conf, **kwargs):
+        if join.get("hints", {}).get("left") == ["MERGE"]:
+            exc = RuntimeError("java.lang.IllegalStateException: codegen broke")
+            exc.harness_phase = "execution"
+            raise exc
+        return real(session, scope, case, join, conf, **kwargs)
+    monkeypatch.setattr(agreement_module, "observe", observe)
+
+
+def test_a_strategy_that_throws_while_others_answer_is_a_correctness_failure(session, write_scenario,
+                                                                             throws_under_one_strategy):
+    record = run_agreement(only_case(write_scenario, MINIMAL), session)
+    assert record.status == "correctness"
+    assert "forced MERGE threw RuntimeError: codegen broke while BroadcastHashJoin" in record.message
+
+
+def test_a_check_with_one_strategy_is_unchecked_not_passed(session, write_scenario):
+    # a non-equi join over a big table filtered down to a few rows: the declared size
+    # rules nested loops out, the real size lets them in, so two strategies are compared
+    text = MINIMAL.replace("    rows: 100\n", "    rows: 200000\n    filter: \"k < 3\"\n").replace(
+        "  on: [k]\n", "  condition: \"l.k < r.k\"\n").replace(
+        "  strategy: BroadcastHashJoin\n  build_side: right\n", "  strategy: BroadcastNestedLoopJoin\n")
+    text = text.replace("      k: {sequence: {}}", "      k: {sequence: {}}").replace("    rows: 10\n", "    rows: 200\n")
+    record = run_agreement(only_case(write_scenario, text), session)
+    assert record.status == "passed", record.message
+    assert {r.strategy for r in record.runs} >= {"BroadcastNestedLoopJoin", "CartesianProduct"}
+    # an outer non-equi join can only be a broadcast nested loop: nothing to compare with
+    only_bnlj = MINIMAL.split("join:")[0].replace("    rows: 10\n", "    rows: 200000\n") + (
+        "join:\n  sql: \"SELECT * FROM a LEFT OUTER JOIN b ON a.k < b.k LIMIT 5\"\n"
+        "expect:\n  strategy: BroadcastNestedLoopJoin\n")
+    record = run_agreement(only_case(write_scenario, only_bnlj, "bnlj.yaml"), session)
+    assert record.status == "unchecked", record.message
+    assert "only one strategy could be compared (BroadcastNestedLoopJoin (right))" in record.message
