@@ -207,6 +207,27 @@ def _compare_error(expected: dict, observed_error: SparkError | None) -> list[st
     return problems
 
 
+def _compare_warnings(want, seen: list[str]) -> list[str]:
+    """`[patterns]`: each matches a logged hint warning (`[]`: none was logged);
+    `{match, absent, count}`: as named."""
+    if want == []:
+        return [f"expected no hint warnings, observed: {seen[0]}"] if seen else []
+    if isinstance(want, list):
+        want = {"match": want}
+    problems = []
+    if "count" in want and len(seen) != want["count"]:
+        problems.append(f"expected {want['count']} hint warning(s), observed {len(seen)}"
+                        + (f": {seen[0]}" if seen else ""))
+    for pattern in want.get("match", []):
+        if not any(search(pattern, line) for line in seen):
+            problems.append(f"no hint warning matches /{pattern}/ (observed: {seen or 'none'})")
+    for pattern in want.get("absent", []):
+        hit = next((line for line in seen if search(pattern, line)), None)
+        if hit is not None:
+            problems.append(f"a hint warning matches /{pattern}/, which must be absent: {hit}")
+    return problems
+
+
 def _within(value: int, bounds) -> bool:
     if isinstance(bounds, int):
         return value == bounds
@@ -252,12 +273,7 @@ def _compare(expected: dict, observed: Observation) -> list[str]:
             problems.append(f"result rows differ: expected {want[:5]}{'...' if len(want) > 5 else ''}, "
                             f"observed {(got or [])[:5]}{'...' if got and len(got) > 5 else ''}")
     if "warnings" in expected:
-        seen = observed.warnings or []
-        if not expected["warnings"] and seen:
-            problems.append(f"expected no hint warnings, observed: {seen[0]}")
-        for pattern in expected["warnings"]:
-            if not any(search(pattern, line) for line in seen):
-                problems.append(f"no hint warning matches /{pattern}/ (observed: {seen or 'none'})")
+        problems += _compare_warnings(expected["warnings"], observed.warnings or [])
     if "operators" in expected:
         problems += _compare_operators(expected["operators"], observed.checked_plan(plan_mode).operators or {})
     if "estimates" in expected:

@@ -417,7 +417,12 @@ def _check_patterns(at: _Where, data: dict) -> None:
     """Every regular expression compiles (error messages, warnings)."""
     for where, block in _expectation_blocks(data):
         patterns = [(where + ("error", "message"), (block.get("error") or {}).get("message"))]
-        patterns += [(where + ("warnings", i), p) for i, p in enumerate(block.get("warnings") or [])]
+        warnings = block.get("warnings") or []
+        if isinstance(warnings, dict):
+            patterns += [(where + ("warnings", key, i), p) for key in ("match", "absent")
+                         for i, p in enumerate(warnings.get(key, []))]
+        else:
+            patterns += [(where + ("warnings", i), p) for i, p in enumerate(warnings)]
         for field_path, pattern in patterns:
             if pattern is None:
                 continue

@@ -165,3 +165,15 @@ def test_affected_must_be_a_version_specifier(write_scenario):
     from harness.scenario import ScenarioError
     with pytest.raises(ScenarioError, match=r"bug.affected: '3.5.x and earlier' is not a PEP 440 version specifier"):
         load_scenario(write_scenario(MINIMAL + "bug: {id: SPARK-3, affected: 3.5.x and earlier}\n"))
+
+
+def test_warnings_exact_count_and_absent_patterns():
+    seen = observed(warnings=["Hint (strategy=broadcast) is not supported in the query: build left for left outer join.",
+                              "Unrecognized hint: FOO(r)"])
+    assert expect.compare({"plan": "initial", "warnings": {"count": 2, "match": ["build left"]}}, seen) == []
+    assert expect.compare({"plan": "initial", "warnings": {"count": 1}}, seen) == [
+        "expected 1 hint warning(s), observed 2: Hint (strategy=broadcast) is not supported in the query: "
+        "build left for left outer join."]
+    assert expect.compare({"plan": "initial", "warnings": {"absent": ["Unrecognized hint"]}}, seen) == [
+        "a hint warning matches /Unrecognized hint/, which must be absent: Unrecognized hint: FOO(r)"]
+    assert expect.compare({"plan": "initial", "warnings": {"absent": ["build right"]}}, seen) == []
