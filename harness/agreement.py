@@ -9,7 +9,7 @@ from functools import reduce
 from . import confs, datagen, expect
 from .runner import AS_WRITTEN, _identity, _tables_used, absent_session, observe, timeout_error
 from .util import one_line
-from .scenario import Case
+from .scenario import Case, table_rows
 from .session import Session
 from .records import AgreementRecord, AgreementRun
 from .spark_errors import describe_error
@@ -26,7 +26,7 @@ RESOURCE_LIMITS = re.compile(r"Cannot broadcast the table|OutOfMemoryError|maxRe
 
 def _pairs(case: Case) -> int:
     tables = case.scenario.data["tables"]
-    sizes = [tables[name]["rows"] for name in _tables_used(case)]
+    sizes = [table_rows(tables[name]) for name in _tables_used(case)]
     return reduce(lambda a, b: a * max(b, 1), sizes, 1)
 
 
@@ -42,7 +42,7 @@ def _real_pairs(session: Session, case: Case) -> int:
     for name in _tables_used(case):
         table = spec[name]
         if "filter" not in table:
-            sizes.append(table["rows"])
+            sizes.append(table_rows(table))
             continue
         key = (id(session.spark), datagen.table_fingerprint(case.scenario.seed, name, table, data_conf))
         if key not in _FILTERED_ROWS:
@@ -81,7 +81,7 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
     A strategy that throws while another answers is a correctness failure; a check that
     compared fewer than two strategies checked nothing and says so (`unchecked`)."""
     started = time.perf_counter()
-    runs, problems, rejected = [], [], []
+    runs, rejected = [], []
     base_conf = {k: v for k, v in case.spark_conf.items() if not isinstance(v, dict)}
     affordable = nested_loops_affordable(session, case)
     deadline = started + case.scenario.timeout  # one budget for all the forced runs

@@ -20,7 +20,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from .scenario import stable_seed
+from .scenario import is_literal, literal_schema, stable_seed
 from .util import atomic_write_text
 
 TWO_53 = 9007199254740992
@@ -247,7 +247,7 @@ def warm_faker_pools(scenarios) -> int:
     built = 0
     for scenario in scenarios:
         for table, spec in scenario.data["tables"].items():
-            for name, column in spec["columns"].items():
+            for name, column in spec.get("columns", {}).items():
                 args = faker_pool_args(scenario.seed, table, name, column)
                 if args:
                     faker_pool(*args)
@@ -299,6 +299,36 @@ def column_expression(F, seed: int, table: str, name: str, spec: dict, stand_in:
     if type_name:
         col = col.cast(type_name.replace("long", "bigint"))
     return col.alias(name)
+
+
+def _sql_literal(value, type_name: str) -> str:
+    """One value of a literal table as Spark SQL, built here (never scenario text)."""
+    spark_type = type_name.replace("long", "bigint").upper()
+    if value is None:
+        return f"CAST(NULL AS {spark_type})"
+    if type_name == "boolean":
+        return "TRUE" if value else "FALSE"
+    if type_name == "string":
+        return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if type_name in ("date", "timestamp"):
+        instant = _parse_instant(str(value), type_name)  # ISO text, UTC: the same instant everywhere
+        if type_name == "date":
+            return f"date_add(DATE'1970-01-01', {instant})"
+        return seconds_to_timestamp(str(instant))
+    return f"CAST({value!r} AS {spark_type})"
+
+
+def literal_table(spark, spec: dict):
+    """Literal rows as Spark plans a small literal relation (a LocalRelation: estimate =
+    rows x row width, as VALUES or Seq(...).toDF give)."""
+    schema = literal_schema(spec)
+    names = ", ".join(f"`{name}`" for name in schema)
+    if not spec["values"]:
+        nulls = ", ".join(_sql_literal(None, t) for t, _ in schema.values())
+        return spark.sql(f"SELECT * FROM VALUES ({nulls}) AS t({names}) WHERE false")
+    rows = ", ".join("(" + ", ".join(_sql_literal(v, t) for v, (t, _) in zip(row, schema.values())) + ")"
+                     for row in spec["values"])
+    return spark.sql(f"SELECT * FROM VALUES {rows} AS t({names})")
 
 
 def default_partitions(rows: int) -> int:
@@ -354,11 +384,16 @@ def _catalog_table(spark, table: str, df, analyze: str | None):
 def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, data_conf: dict | None = None):
     from pyspark.sql import functions as F
 
-    rows = spec["rows"]
-    partitions = spec.get("partitions", default_partitions(rows))
-    stand_in = workdir is None
-    columns = [column_expression(F, seed, name, col, col_spec, stand_in) for col, col_spec in spec["columns"].items()]
-    df = spark.range(0, rows, 1, partitions).select(*columns)
+    if is_literal(spec):
+        df = literal_table(spark, spec)
+        rows = len(spec["values"])
+    else:
+        rows = spec["rows"]
+        partitions = spec.get("partitions", default_partitions(rows))
+        stand_in = workdir is None
+        columns = [column_expression(F, seed, name, col, col_spec, stand_in)
+                   for col, col_spec in spec["columns"].items()]
+        df = spark.range(0, rows, 1, partitions).select(*columns)
     if "filter" in spec:
         df = df.where(F.expr(spec["filter"]))
     mode = spec.get("materialize", "lazy")

@@ -241,6 +241,37 @@ def validate(path: Path, data: Any, lines: dict) -> None:
     _check_semantics(path, data, lines)
 
 
+def is_literal(table: dict) -> bool:
+    """A table given as literal rows with a schema (not generated)."""
+    return "values" in table
+
+
+def literal_schema(table: dict) -> dict:
+    """column → (type, nullable) of a literal table."""
+    out = {}
+    for name, spec in table["schema"].items():
+        if isinstance(spec, dict):
+            out[name] = (spec["type"], bool(spec.get("nullable", False)))
+        else:
+            out[name] = (spec.rstrip("?"), spec.endswith("?"))
+    return out
+
+
+def table_columns(table: dict) -> list[str]:
+    return list(table["schema"] if is_literal(table) else table["columns"])
+
+
+def column_type(table: dict, column: str) -> str | None:
+    if is_literal(table):
+        return literal_schema(table).get(column, (None, False))[0]
+    spec = table["columns"].get(column)
+    return None if spec is None else spec.get("type")
+
+
+def table_rows(table: dict) -> int:
+    return len(table["values"]) if is_literal(table) else table["rows"]
+
+
 def hint_name(hint) -> str:
     """A hint as written: a bare name, or `{name: X, unknown: true}`."""
     return hint["name"] if isinstance(hint, dict) else hint
@@ -278,8 +309,7 @@ def _check_stream(path: Path, data: dict, lines: dict) -> None:
         if name not in (join["left"], join["right"]):
             raise ScenarioError(path, _line_for(lines, where), _dotted(where),
                                 f"'{name}' is not a side of the join ({join['left']}, {join['right']})")
-        column = tables[name]["columns"].get(mark["column"])
-        if column is None or column.get("type") != "timestamp":
+        if column_type(tables[name], mark["column"]) != "timestamp":
             raise ScenarioError(path, _line_for(lines, where + ("column",)), _dotted(where + ("column",)),
                                 f"'{mark['column']}' must be a column of '{name}' with type: timestamp")
 
@@ -338,9 +368,33 @@ def _check_uniform(at: _Where, where: tuple, column: dict) -> None:
         raise at.error(where + ("uniform",), "min is greater than max")
 
 
+def _check_literal_rows(at: _Where, data: dict) -> None:
+    """Each literal row has one value per column, of the column's type; NULL only where
+    the schema allows it."""
+    kinds = {"int": int, "long": int, "bigint": int, "double": (int, float), "string": str, "boolean": bool,
+             "date": str, "timestamp": str}
+    for tname, table in data["tables"].items():
+        if not is_literal(table):
+            continue
+        schema = literal_schema(table)
+        for i, row in enumerate(table["values"]):
+            where = ("tables", tname, "values", i)
+            if len(row) != len(schema):
+                raise at.error(where, f"{len(row)} value(s) for {len(schema)} column(s) ({', '.join(schema)})")
+            for value, (cname, (type_name, nullable)) in zip(row, schema.items()):
+                if value is None:
+                    if not nullable:
+                        raise at.error(where, f"NULL in column '{cname}', which is not nullable "
+                                              f"(write \"{type_name}?\" to allow NULL)")
+                    continue
+                kind = (int, float) if type_name.startswith("decimal") else kinds[type_name]
+                if not isinstance(value, kind) or (isinstance(value, bool) and type_name != "boolean"):
+                    raise at.error(where, f"{_excerpt(value)} is not a {type_name} (column '{cname}')")
+
+
 def _check_columns(at: _Where, data: dict) -> None:
     for tname, table in data["tables"].items():
-        for cname, column in table["columns"].items():
+        for cname, column in table.get("columns", {}).items():
             where = ("tables", tname, "columns", cname)
             for check in (_check_weights, _check_key, _check_uniform):
                 check(at, where, column)
@@ -353,13 +407,13 @@ def _check_join_columns(at: _Where, data: dict) -> None:
     for i, pair in enumerate(join.get("on", [])):
         left_col, right_col = (pair, pair) if isinstance(pair, str) else pair
         for side, col in (("left", left_col), ("right", right_col)):
-            columns = tables[join[side]]["columns"]
+            columns = table_columns(tables[join[side]])
             if col not in columns:
                 raise at.error(("join", "on", i), f"unknown column '{col}' in {side} table '{join[side]}'"
                                + _did_you_mean(col, columns))
     for match in _COLUMN_REF.finditer(join.get("condition", "")):
         side = "left" if match.group(1) == "l" else "right"
-        columns = tables[join[side]]["columns"]
+        columns = table_columns(tables[join[side]])
         if match.group(2) not in columns:
             close = difflib.get_close_matches(match.group(2), list(columns), n=1)
             raise at.error(("join", "condition"), f"unknown column '{match.group(0)}' ({side} table '{join[side]}')"
@@ -433,7 +487,7 @@ def _check_patterns(at: _Where, data: dict) -> None:
 
 
 # What a schema cannot say, one rule each, in the order a person fixes a file.
-SEMANTIC_CHECKS = (_check_join_tables, _check_columns, _check_join_columns, _check_stream_shape,
+SEMANTIC_CHECKS = (_check_join_tables, _check_literal_rows, _check_columns, _check_join_columns, _check_stream_shape,
                    _check_all_hints, _check_confs, _check_version_specifiers, _check_patterns)
 
 
@@ -452,7 +506,7 @@ def sql_texts(data: dict):
     for tname, table in data["tables"].items():
         if "filter" in table:
             yield ("tables", tname, "filter"), table["filter"]
-        for cname, column in table["columns"].items():
+        for cname, column in table.get("columns", {}).items():
             if "expr" in column:
                 yield ("tables", tname, "columns", cname, "expr"), column["expr"]
 

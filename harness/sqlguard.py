@@ -323,7 +323,7 @@ def _stand_ins(spark, scenario) -> dict:
         except Exception as exc:
             _refused_by_spark(exc, _table_field(scenario.data, name))
             continue  # the case reports why the table cannot be built
-        if "filter" in spec or any("expr" in column for column in spec["columns"].values()):
+        if "filter" in spec or any("expr" in column for column in spec.get("columns", {}).values()):
             try:
                 check_analysed(frame, set(), allow_relations=False)
             except SqlRefused as exc:
@@ -348,7 +348,7 @@ def _refused_by_spark(exc: BaseException, where: tuple) -> None:
 
 def _table_field(data: dict, name: str) -> tuple:
     spec = data["tables"][name]
-    exprs = [c for c, col in spec["columns"].items() if "expr" in col]
+    exprs = [c for c, col in spec.get("columns", {}).items() if "expr" in col]
     if len(exprs) == 1 and "filter" not in spec:
         return ("tables", name, "columns", exprs[0], "expr")
     if not exprs and "filter" in spec:

@@ -108,3 +108,18 @@ def test_stream_watermarks_are_checked(write_scenario):
         load_scenario(write_scenario(STREAM.replace("    b: {column", "    zz: {column")))
     with pytest.raises(ScenarioError, match=r"stream.watermarks.b.delay: .*does not match"):
         load_scenario(write_scenario(STREAM.replace('"5 minutes"', '"soon"')))
+
+
+def test_literal_tables_are_checked_against_their_schema(write_scenario):
+    literal = MINIMAL.replace("""  b:
+    rows: 10
+    columns:
+      k: {sequence: {}}""", """  b:
+    schema: {k: long, name: "string?"}
+    values: [[1, "x"], [2, null]]""")
+    load_scenario(write_scenario(literal))
+    assert "tables.b.values[1]: 1 value(s) for 2 column(s)" in error_of(write_scenario, literal.replace("[2, null]", "[2]"))
+    assert "NULL in column 'k', which is not nullable" in error_of(write_scenario, literal.replace("[2, null]", "[null, null]"))
+    assert "'two' is not a long (column 'k')" in error_of(write_scenario, literal.replace("[2, null]", "[two, null]"))
+    assert "join.on[0]: unknown column 'k' in right table 'b'" in error_of(
+        write_scenario, literal.replace("schema: {k: long", "schema: {kk: long"))
