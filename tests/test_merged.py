@@ -1,5 +1,6 @@
 """reports/index.html: all versions side by side, changes marked, upgrade view data."""
 import json
+import re
 
 from harness import merged
 from tests.conftest import fake_record, fake_results
@@ -22,4 +23,8 @@ def test_versions_side_by_side_with_changes_marked(tmp_path):
         ("c[inner]", "initial: SortMergeJoin → BroadcastHashJoin (build right)")]
     assert "3.5.7|3.10.0" in data["upgrades"] and data["upgrades"]["3.5.7|3.10.0"] == {}
     page = merged.write_merged(tmp_path).read_text()
-    assert "c[inner]" in page and "</script>" in page and "http" not in page.split("<body>")[1]
+    body = page.split("<body>")[1]
+    assert "c[inner]" in page and "</script>" in page
+    # self-contained: nothing is fetched (links to a JIRA are links, not loads)
+    assert not re.search(r"""(src|href)=["']?https?://(?!issues\.apache\.org/jira/)""", body)
+    assert "<link" not in body and "<script src" not in body
