@@ -20,7 +20,8 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--dis
 def _result(version, cases):
     records = [fake_record(case_id, strategy, "none", spark=version,
                            expected={"strategy": strategy, "plan": "initial"},
-                           estimates=[{"left": {"size_in_bytes": 1234567}, "right": {"size_in_bytes": 52000}}],
+                           estimates=[{"left": {"size_in_bytes": 1234567, "row_count": None},
+                                       "right": {"size_in_bytes": 52000, "row_count": None}}],
                            conf={"spark.sql.autoBroadcastJoinThreshold": "10485760"})
                for case_id, strategy in cases.items()]
     return fake_results(records, spark=version)
