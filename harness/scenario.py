@@ -388,8 +388,27 @@ def _check_literal_rows(at: _Where, data: dict) -> None:
                                               f"(write \"{type_name}?\" to allow NULL)")
                     continue
                 kind = (int, float) if type_name.startswith("decimal") else kinds[type_name]
-                if not isinstance(value, kind) or (isinstance(value, bool) and type_name != "boolean"):
+                if not isinstance(value, kind) or (isinstance(value, bool) and type_name != "boolean") \
+                        or not _literal_fits(value, type_name):
                     raise at.error(where, f"{_excerpt(value)} is not a {type_name} (column '{cname}')")
+
+
+_INT_RANGES = {"int": 31, "long": 63, "bigint": 63}
+
+
+def _literal_fits(value, type_name: str) -> bool:
+    """In range for an integer type; an ISO date or timestamp Spark reads as one."""
+    if type_name in _INT_RANGES:
+        return -(1 << _INT_RANGES[type_name]) <= value < (1 << _INT_RANGES[type_name])
+    try:
+        if type_name == "date":
+            datetime.date.fromisoformat(value[:10])
+            return len(value) == 10
+        if type_name == "timestamp":
+            datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T"))
+    except ValueError:
+        return False
+    return True
 
 
 def _check_columns(at: _Where, data: dict) -> None:
@@ -518,6 +537,8 @@ class Scenario:
     path: Path
     data: dict
     lines: dict
+    # (id of the Spark session, refusal or None): harness.sqlguard's verdict, made once
+    sql_verdict: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def id(self) -> str:

@@ -265,24 +265,22 @@ def describe(exc: BaseException) -> str:
 
 # --------------------------------------------------------------------------- a scenario
 
-_CHECKED: dict = {}
-
-
 def check_scenario(spark, scenario) -> None:
     """Refuse the scenario (ScenarioError: file, line, field, construct) if any of its SQL
-    does what a scenario may not. Cached per session and file content."""
+    does what a scenario may not. Done once per scenario and session: the verdict is kept
+    on the loaded scenario, so every case and forced strategy after the first costs nothing."""
     from .scenario import ScenarioError
 
-    key = (id(spark), str(scenario.path), json.dumps(scenario.data, sort_keys=True, default=str))
-    if key not in _CHECKED:
+    if scenario.sql_verdict is None or scenario.sql_verdict[0] != id(spark):
         try:
             _check_scenario(spark, scenario)
-            _CHECKED[key] = None
+            scenario.sql_verdict = (id(spark), None)
         except SqlRefused as exc:
             where, message = exc.args
-            _CHECKED[key] = ScenarioError(scenario.path, scenario.line_of(*where), _dotted(where), message)
-    if _CHECKED[key] is not None:
-        raise _CHECKED[key]
+            refusal = ScenarioError(scenario.path, scenario.line_of(*where), _dotted(where), message)
+            scenario.sql_verdict = (id(spark), refusal)
+    if scenario.sql_verdict[1] is not None:
+        raise scenario.sql_verdict[1]
 
 
 def _dotted(where) -> str:

@@ -1,6 +1,8 @@
 """harness.runner, harness.query and harness.agreement on real Spark: what a case
 observes, the record it makes, and the cross-strategy check (including a real
 correctness failure)."""
+import json
+
 import pytest
 
 from harness import query
@@ -129,3 +131,21 @@ def test_a_check_with_one_strategy_is_unchecked_not_passed(session, write_scenar
     record = run_agreement(only_case(write_scenario, only_bnlj, "bnlj.yaml"), session)
     assert record.status == "unchecked", record.message
     assert "only one strategy could be compared (BroadcastNestedLoopJoin (right))" in record.message
+
+
+def test_literal_strings_reach_spark_as_data_never_as_sql(session, write_scenario):
+    hostile = ["it's", "back\\\\slash", "'); SELECT reflect('java.lang.System', 'exit', 0); --", "new\\nline"]
+    rows = ", ".join(f"[{i}, {json.dumps(v)}]" for i, v in enumerate(hostile))
+    text = MINIMAL.replace("""  b:
+    rows: 10
+    columns:
+      k: {sequence: {}}""", f"""  b:
+    schema: {{k: long, s: string}}
+    values: [{rows}]""").replace("  strategy: BroadcastHashJoin\n  build_side: right\n", "  rows: 4\n")
+    text = text.replace("""  left: a
+  right: b
+  on: [k]""", """  sql: "SELECT s FROM b\"""")
+    record = run_case(only_case(write_scenario, text), session)
+    assert record.status == "passed", record.message
+    observed, _ = capture(session, only_case(write_scenario, text, "again.yaml"), execute=True, collect_rows=True)
+    assert sorted(r[0] for r in observed.result_rows) == sorted(json.loads(json.dumps(hostile)))

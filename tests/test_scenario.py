@@ -123,3 +123,15 @@ def test_literal_tables_are_checked_against_their_schema(write_scenario):
     assert "'two' is not a long (column 'k')" in error_of(write_scenario, literal.replace("[2, null]", "[two, null]"))
     assert "join.on[0]: unknown column 'k' in right table 'b'" in error_of(
         write_scenario, literal.replace("schema: {k: long", "schema: {kk: long"))
+
+
+def test_literal_values_out_of_range_or_not_dates_are_load_errors(write_scenario):
+    base = MINIMAL.replace("""  b:
+    rows: 10
+    columns:
+      k: {sequence: {}}""", """  b:
+    schema: {k: int, d: date}
+    values: [[1, "2024-01-31"]]""")
+    load_scenario(write_scenario(base))
+    assert "'4294967296' is not a int" in error_of(write_scenario, base.replace("[1, ", "[4294967296, "))
+    assert "'2024-02-30' is not a date" in error_of(write_scenario, base.replace("2024-01-31", "2024-02-30"))
