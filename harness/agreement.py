@@ -2,12 +2,14 @@
 to it, forced by hints; every one must give the same row count and checksum."""
 from __future__ import annotations
 
+import json
 import re
 import time
 from functools import reduce
 
-from . import confs, datagen, expect
-from .runner import AS_WRITTEN, _identity, _tables_used, absent_session, observe, timeout_error
+from . import expect
+from .derived import build_inputs, top_tables
+from .runner import AS_WRITTEN, PLAN_ONLY, _identity, absent_session, observe, timeout_error
 from .util import one_line
 from .scenario import Case, table_rows
 from .session import Session
@@ -24,37 +26,48 @@ RESOURCE_LIMITS = re.compile(r"Cannot broadcast the table|OutOfMemoryError|maxRe
                              r"(?:maximum|max)|Not enough memory to build")
 
 
-def _pairs(case: Case) -> int:
+def _declared_pairs(case: Case) -> int | None:
+    """The pairs a nested loop would compare, from the declared row counts (None when a
+    derived input's rows are only known by counting)."""
     tables = case.scenario.data["tables"]
-    sizes = [table_rows(tables[name]) for name in _tables_used(case)]
+    sizes = [table_rows(tables[name]) for name in top_tables(case)]
+    if None in sizes:
+        return None
     return reduce(lambda a, b: a * max(b, 1), sizes, 1)
 
 
-_FILTERED_ROWS: dict = {}
+_COUNTED_ROWS: dict = {}
 
 
 def _real_pairs(session: Session, case: Case) -> int:
     """The pairs a nested loop would compare, from the rows the inputs really have: a
-    filter can leave 499 of 200,000 declared rows (counted once per table and worker)."""
+    filter can leave 499 of 200,000 declared rows, an aggregate 10 of a million (each
+    input counted once per worker and configs, built exactly as the case builds it)."""
     spec = case.scenario.data["tables"]
-    data_conf = confs.data_conf({k: v for k, v in case.spark_conf.items() if not isinstance(v, dict)})
+    absolute = {k: v for k, v in case.spark_conf.items() if not isinstance(v, dict)}
     sizes = []
-    for name in _tables_used(case):
+    for name in top_tables(case):
         table = spec[name]
-        if "filter" not in table:
+        if "filter" not in table and table_rows(table) is not None:
             sizes.append(table_rows(table))
             continue
-        key = (id(session.spark), datagen.table_fingerprint(case.scenario.seed, name, table, data_conf))
-        if key not in _FILTERED_ROWS:
-            with session.case_scope(case.scenario.timeout):
-                frame = datagen.build_table(session.spark, case.scenario.seed, name, table, session.workdir, data_conf)
-                _FILTERED_ROWS[key] = frame.count()
-        sizes.append(_FILTERED_ROWS[key])
+        key = (id(session.spark), str(case.scenario.path), case.scenario.id, name,
+               json.dumps(absolute, sort_keys=True, default=str))
+        if key not in _COUNTED_ROWS:
+            with session.case_scope(case.scenario.timeout) as scope:
+                for conf_key, value in absolute.items():
+                    scope.set_conf(conf_key, value)
+                frame = build_inputs(session, scope, case, absolute, names=[name])[name]
+                _COUNTED_ROWS[key] = frame.count()
+        sizes.append(_COUNTED_ROWS[key])
     return reduce(lambda a, b: a * max(b, 1), sizes, 1)
 
 
 def nested_loops_affordable(session: Session, case: Case) -> bool:
-    return _pairs(case) <= NESTED_LOOP_PAIR_BUDGET or _real_pairs(session, case) <= NESTED_LOOP_PAIR_BUDGET
+    declared = _declared_pairs(case)
+    if declared is not None and declared <= NESTED_LOOP_PAIR_BUDGET:
+        return True
+    return _real_pairs(session, case) <= NESTED_LOOP_PAIR_BUDGET
 
 
 def forced_variants(case: Case, nested_loops: bool = True) -> list[tuple[str, dict, dict]]:
@@ -81,6 +94,8 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
     A strategy that throws while another answers is a correctness failure; a check that
     compared fewer than two strategies checked nothing and says so (`unchecked`)."""
     started = time.perf_counter()
+    if case.scenario.plan_only:
+        return _agreement_record(case, session, "skipped", f"{PLAN_ONLY}: no results to compare", [], [], started)
     runs, rejected = [], []
     base_conf = {k: v for k, v in case.spark_conf.items() if not isinstance(v, dict)}
     affordable = nested_loops_affordable(session, case)
@@ -91,8 +106,8 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
             try:
                 # A streaming scenario: the stream-stream join as written against every
                 # batch strategy over the same tables.
-                observed, _ = observe(session, scope, case, join, {**base_conf, **extra}, execute=True,
-                                      collect_rows=False, stream=streamed and label == AS_WRITTEN)
+                observed, _ = observe(session, scope, case, join, base_conf, execute=True, collect_rows=False,
+                                      stream=streamed and label == AS_WRITTEN, forced=extra)
             except Exception as exc:
                 if scope.timed_out.is_set():
                     message = f"forced {label}: {timeout_error(case, session).message}"

@@ -20,7 +20,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from .scenario import is_literal, literal_schema, stable_seed
+from .scenario import is_literal, is_stats_only, literal_schema, stable_seed
+from .statsonly import spark_type, stats_only_table
 from .util import atomic_write_text
 
 TWO_53 = 9007199254740992
@@ -303,9 +304,9 @@ def column_expression(F, seed: int, table: str, name: str, spec: dict, stand_in:
 
 def _sql_literal(value, type_name: str) -> str:
     """One value of a literal table as Spark SQL, built here (never scenario text)."""
-    spark_type = type_name.replace("long", "bigint").upper()
+    sql_type = spark_type(type_name)
     if value is None:
-        return f"CAST(NULL AS {spark_type})"
+        return f"CAST(NULL AS {sql_type})"
     if type_name == "boolean":
         return "TRUE" if value else "FALSE"
     if type_name == "string":
@@ -315,7 +316,7 @@ def _sql_literal(value, type_name: str) -> str:
         if type_name == "date":
             return f"date_add(DATE'1970-01-01', {instant})"
         return seconds_to_timestamp(str(instant))
-    return f"CAST({value!r} AS {spark_type})"
+    return f"CAST({value!r} AS {sql_type})"
 
 
 def literal_table(spark, spec: dict):
@@ -384,6 +385,11 @@ def _catalog_table(spark, table: str, df, analyze: str | None):
 def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, data_conf: dict | None = None):
     from pyspark.sql import functions as F
 
+    if is_stats_only(spec):
+        if workdir is None:  # a stand-in: the schema over no rows, no catalog table
+            return spark.range(0).selectExpr(*[f"CAST(NULL AS {spark_type(t)}) AS `{name}`"
+                                               for name, (t, _) in literal_schema(spec).items()])
+        return stats_only_table(spark, catalog_table_name(seed, name, spec, data_conf), spec)
     if is_literal(spec):
         df = literal_table(spark, spec)
         rows = len(spec["values"])

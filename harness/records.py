@@ -81,6 +81,7 @@ class Observation:
     warnings: Optional[list] = None
     result_rows: Optional[list] = None
     stream_batches: Optional[int] = None
+    final_not_applicable: Optional[str] = None   # why a case has no final plan by design
 
     def plan(self, which: str) -> Optional[PlanView]:
         return self.initial if which == "initial" else self.final
@@ -98,7 +99,7 @@ class Observation:
                    error=SparkError.from_json(data.get("error")), conf=data.get("conf") or {},
                    join_conf=data.get("join_conf"), timings=data.get("timings") or {},
                    warnings=data.get("warnings"), result_rows=data.get("result_rows"),
-                   stream_batches=data.get("stream_batches"))
+                   stream_batches=data.get("stream_batches"), final_not_applicable=data.get("final_not_applicable"))
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {
@@ -107,7 +108,7 @@ class Observation:
             "estimates": self.estimates, "executed": self.executed, "rows": self.rows, "checksum": self.checksum,
             "error": self.error.to_json() if self.error is not None else None, "conf": self.conf,
             "timings": self.timings}
-        for key in ("join_conf", "warnings", "result_rows", "stream_batches"):
+        for key in ("join_conf", "warnings", "result_rows", "stream_batches", "final_not_applicable"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import time
 
-from . import confs, datagen, expect, model, plans, sqlguard, streaming
+from . import confs, datagen, derived, expect, model, plans, sqlguard, streaming
 from .options import deployment
 from .query import build_query, checksum_frame, checksum_text
 from .records import CaseRecord, Identity, Observation, PlanView, SparkError
-from .scenario import Case, ScenarioError
+from .scenario import Case, ScenarioError, is_stats_only
 from .session import CaseScope, Session
 from .spark_errors import describe_error
 from .util import display_path, one_line, printable
@@ -21,6 +21,7 @@ from .util import display_path, one_line, printable
 RESULT_ROWS_LIMIT = 1000
 AS_WRITTEN = "as written"
 PREDICTED = "predicted"  # expect: {strategy: predicted}
+PLAN_ONLY = "plan-only: statistics-only tables have no rows, so nothing executes"
 
 
 class ScenarioRuntimeError(Exception):
@@ -28,25 +29,6 @@ class ScenarioRuntimeError(Exception):
 
 
 # --------------------------------------------------------------------------- run
-
-def _build_tables(session: Session, scope: CaseScope, case: Case, names, conf: dict) -> dict:
-    tables = {}
-    spec = case.scenario.data["tables"]
-    data_conf = confs.data_conf(conf)
-    for name in names:
-        table = spec[name]
-        tables[name] = datagen.build_table(session.spark, case.scenario.seed, name, table, session.workdir,
-                                           data_conf)
-        if table.get("materialize") == "cached":
-            scope.cached = True
-    return tables
-
-
-def _tables_used(case: Case) -> list[str]:
-    if "sql" in case.join:
-        return list(case.scenario.data["tables"])
-    return list(dict.fromkeys([case.join["left"], case.join["right"]]))
-
 
 def resolve_conf(conf: dict, estimates: list[dict]) -> dict:
     """Replace `{estimate_of: side, plus, times}` values by bytes from the top join's estimate."""
@@ -66,7 +48,7 @@ def _catalog_names(case: Case, conf: dict) -> dict | None:
     spec = case.scenario.data["tables"]
     data_conf = confs.data_conf(conf)
     names = {datagen.catalog_table_name(case.scenario.seed, name, table, data_conf): name
-             for name, table in spec.items() if table.get("materialize") == "catalog"}
+             for name, table in spec.items() if table.get("materialize") == "catalog" or is_stats_only(table)}
     return names or None
 
 
@@ -94,9 +76,11 @@ def _add_plan_texts(record: CaseRecord, plan_objects: dict, policy: str) -> None
 
 
 def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: dict,
-            execute: bool, collect_rows: bool, stream: bool = False) -> tuple[Observation, dict]:
+            execute: bool, collect_rows: bool, stream: bool = False,
+            forced: dict | None = None) -> tuple[Observation, dict]:
     """Build, plan and optionally run the query: what Spark showed, and the JVM plan
-    objects (kept apart, for the plan text a report may want)."""
+    objects (kept apart, for the plan text a report may want). `forced`: configs for the
+    join only, set after the inputs are built under `conf` (the cross-strategy check)."""
     timings = {}
     start = time.perf_counter()
     try:
@@ -106,7 +90,10 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
     absolute = {k: v for k, v in conf.items() if not isinstance(v, dict)}
     for key, value in absolute.items():  # before the tables: time zone and ANSI shape their data
         scope.set_conf(key, value)
-    tables = _build_tables(session, scope, case, _tables_used(case), absolute)
+    tables = derived.build_inputs(session, scope, case, absolute)
+    for key, value in (forced or {}).items():
+        scope.set_conf(key, value)
+    conf = {**conf, **(forced or {})}
     if stream:
         if len(absolute) != len(conf):
             raise ScenarioRuntimeError("a streaming scenario cannot size configs by estimates")
@@ -194,8 +181,10 @@ def run_case(case: Case, session: Session) -> dict:
         expected = {"plan": expected["plan"]}
     started = time.perf_counter()
     executors_before = session.cluster_shape if session.deployment == "cluster" else None
-    observed, plan_objects = capture(session, case, collect_rows="result_rows" in expected,
-                                     execute=expect.needs_execution(expected) or not expect.has_assertions(expected))
+    execute = not case.scenario.plan_only and (expect.needs_execution(expected) or not expect.has_assertions(expected))
+    observed, plan_objects = capture(session, case, collect_rows="result_rows" in expected, execute=execute)
+    if case.scenario.plan_only:
+        observed.final_not_applicable = PLAN_ONLY
     record = make_record(case, session, expected, observed, time.perf_counter() - started)
     _note_lost_executors(record, executors_before)
     _add_plan_texts(record, plan_objects, session.options.plan_text)

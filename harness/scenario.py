@@ -241,9 +241,22 @@ def validate(path: Path, data: Any, lines: dict) -> None:
     _check_semantics(path, data, lines)
 
 
+DERIVED_SOURCES = ("from", "sql", "join")
+
+
 def is_literal(table: dict) -> bool:
     """A table given as literal rows with a schema (not generated)."""
     return "values" in table
+
+
+def is_derived(table: dict) -> bool:
+    """A table made from other tables of the scenario (a query, a join, or steps)."""
+    return any(key in table for key in DERIVED_SOURCES)
+
+
+def is_stats_only(table: dict) -> bool:
+    """An empty catalog table with injected statistics: production sizes without data."""
+    return "stats" in table
 
 
 def literal_schema(table: dict) -> dict:
@@ -257,19 +270,41 @@ def literal_schema(table: dict) -> dict:
     return out
 
 
-def table_columns(table: dict) -> list[str]:
-    return list(table["schema"] if is_literal(table) else table["columns"])
+def table_columns(table: dict) -> list[str] | None:
+    """The columns, where the file says them (a derived table's are Spark's to tell)."""
+    if is_derived(table):
+        return None
+    return list(table["schema"] if "schema" in table else table["columns"])
 
 
 def column_type(table: dict, column: str) -> str | None:
-    if is_literal(table):
+    if is_derived(table):
+        return None
+    if "schema" in table:
         return literal_schema(table).get(column, (None, False))[0]
     spec = table["columns"].get(column)
     return None if spec is None else spec.get("type")
 
 
-def table_rows(table: dict) -> int:
-    return len(table["values"]) if is_literal(table) else table["rows"]
+def table_rows(table: dict) -> int | None:
+    """Rows as declared (before any filter); None where only Spark can count them."""
+    if is_literal(table):
+        return len(table["values"])
+    if is_derived(table):
+        return None
+    if is_stats_only(table):
+        return table["stats"].get("rows")
+    return table["rows"]
+
+
+def derived_inputs(table: dict) -> list[str]:
+    """The tables a derived table names in its file (`from`, `join`); a `sql` table's
+    inputs are read from Spark's parse of the query (harness.derived)."""
+    if "from" in table:
+        return [table["from"]]
+    if "join" in table:
+        return list(dict.fromkeys([table["join"]["left"], table["join"]["right"]]))
+    return []
 
 
 def hint_name(hint) -> str:
@@ -304,6 +339,10 @@ def _check_stream(path: Path, data: dict, lines: dict) -> None:
     if "sql" in join:
         raise ScenarioError(path, _line_for(lines, ("stream",)), "stream",
                             "a streaming scenario joins join.left and join.right, not join.sql")
+    for side in ("left", "right"):
+        if is_derived(tables[join[side]]) or is_stats_only(tables[join[side]]):
+            raise ScenarioError(path, _line_for(lines, ("join", side)), f"join.{side}",
+                                "a stream is fed from a generated or literal table")
     for name, mark in data["stream"]["watermarks"].items():
         where = ("stream", "watermarks", name)
         if name not in (join["left"], join["right"]):
@@ -419,24 +458,71 @@ def _check_columns(at: _Where, data: dict) -> None:
                 check(at, where, column)
 
 
-def _check_join_columns(at: _Where, data: dict) -> None:
-    join, tables = data["join"], data["tables"]
-    if "left" not in join:
-        return
+def _check_on_columns(at: _Where, where: tuple, join: dict, tables: dict) -> None:
+    """`on` and `l.`/`r.` columns of a join exist in its sides (where the file says
+    what a side's columns are: a derived side's are Spark's to check)."""
     for i, pair in enumerate(join.get("on", [])):
         left_col, right_col = (pair, pair) if isinstance(pair, str) else pair
         for side, col in (("left", left_col), ("right", right_col)):
             columns = table_columns(tables[join[side]])
-            if col not in columns:
-                raise at.error(("join", "on", i), f"unknown column '{col}' in {side} table '{join[side]}'"
+            if columns is not None and col not in columns:
+                raise at.error(where + ("on", i), f"unknown column '{col}' in {side} table '{join[side]}'"
                                + _did_you_mean(col, columns))
     for match in _COLUMN_REF.finditer(join.get("condition", "")):
         side = "left" if match.group(1) == "l" else "right"
         columns = table_columns(tables[join[side]])
-        if match.group(2) not in columns:
+        if columns is not None and match.group(2) not in columns:
             close = difflib.get_close_matches(match.group(2), list(columns), n=1)
-            raise at.error(("join", "condition"), f"unknown column '{match.group(0)}' ({side} table '{join[side]}')"
+            raise at.error(where + ("condition",), f"unknown column '{match.group(0)}' ({side} table '{join[side]}')"
                            + (f"; did you mean '{match.group(1)}.{close[0]}'?" if close else ""))
+
+
+def _check_join_columns(at: _Where, data: dict) -> None:
+    if "left" in data["join"]:
+        _check_on_columns(at, ("join",), data["join"], data["tables"])
+
+
+def _derived_tables(data: dict):
+    """(position, name, spec) of each derived table, in the file's order."""
+    for position, (name, table) in enumerate(data["tables"].items()):
+        if is_derived(table):
+            yield position, name, table
+
+
+def _check_derived(at: _Where, data: dict) -> None:
+    """One source each; inputs that exist and are declared before (no cycles); the
+    columns of a derived join."""
+    declared = list(data["tables"])
+    for position, name, table in _derived_tables(data):
+        where = ("tables", name)
+        sources = [key for key in DERIVED_SOURCES if key in table]
+        if len(sources) > 1:
+            raise at.error(where + (sources[1],), f"a derived table has one source: {' or '.join(DERIVED_SOURCES)}"
+                                                  f" (this one has {' and '.join(sources)})")
+        inputs = [(("from",), table["from"])] if "from" in table else []
+        if "join" in table:
+            inputs = [(("join", side), table["join"][side]) for side in ("left", "right")]
+        earlier = declared[:position]
+        for key, used in inputs:
+            if used not in data["tables"]:
+                raise at.error(where + key, f"unknown table '{used}'" + _did_you_mean(used, earlier))
+            if used not in earlier:
+                raise at.error(where + key, f"'{used}' is not declared before '{name}' (a derived table is made "
+                                            "from tables declared above it)")
+        if "join" in table:
+            _check_on_columns(at, where + ("join",), table["join"], data["tables"])
+
+
+def _step_hints(data: dict):
+    """(field path, hint list) of every hint a derived table carries."""
+    for _, name, table in _derived_tables(data):
+        for side in ("left", "right"):
+            hints = table.get("join", {}).get("hints", {}).get(side)
+            if hints is not None:
+                yield ("tables", name, "join", "hints", side), hints
+        for i, step in enumerate(table.get("steps", [])):
+            if isinstance(step, dict) and "hint" in step:
+                yield ("tables", name, "steps", i, "hint"), step["hint"]
 
 
 def _check_all_hints(at: _Where, data: dict) -> None:
@@ -447,6 +533,63 @@ def _check_all_hints(at: _Where, data: dict) -> None:
     for axis in ("left_hints", "right_hints"):
         for i, value in enumerate(data.get("matrix", {}).get(axis, [])):
             _check_hints(at.path, at.lines, ("matrix", axis, i), value)
+    for where, hints in _step_hints(data):
+        _check_hints(at.path, at.lines, where, hints)
+
+
+_STAT_KINDS = {"int": int, "long": int, "bigint": int, "double": (int, float), "boolean": bool,
+               "date": str, "timestamp": str}
+
+
+def _check_stats(at: _Where, data: dict) -> None:
+    """Statistics name the table's columns, with min/max of the column's type (Spark keeps
+    none for strings), and column statistics come with a row count (Spark ignores them
+    without one)."""
+    for tname, table in data["tables"].items():
+        if not is_stats_only(table):
+            continue
+        stats, schema = table["stats"], literal_schema(table)
+        where = ("tables", tname, "stats")
+        if "columns" in stats and "rows" not in stats:
+            raise at.error(where + ("columns",), "column statistics need `rows` (Spark ignores them without a "
+                                                 "row count)")
+        for cname, column in stats.get("columns", {}).items():
+            if cname not in schema:
+                raise at.error(where + ("columns", cname), f"'{cname}' is not a column of the schema"
+                               + _did_you_mean(cname, schema))
+            if column.get("nulls", 0) > stats["rows"]:
+                raise at.error(where + ("columns", cname, "nulls"), f"more nulls than rows ({stats['rows']})")
+            type_name = schema[cname][0]
+            for bound in ("min", "max"):
+                if bound not in column:
+                    continue
+                value, field_path = column[bound], where + ("columns", cname, bound)
+                if type_name == "string":
+                    raise at.error(field_path, "Spark keeps no min/max for string columns")
+                kind = (int, float) if type_name.startswith("decimal") else _STAT_KINDS[type_name]
+                if not isinstance(value, kind) or (isinstance(value, bool) and type_name != "boolean") \
+                        or not _literal_fits(value, type_name):
+                    raise at.error(field_path, f"{_excerpt(value)} is not a {type_name}")
+
+
+def _check_plan_only(at: _Where, data: dict) -> None:
+    """A statistics-only table has no rows: its scenario is planned, never run."""
+    stats_tables = [name for name, table in data["tables"].items() if is_stats_only(table)]
+    if not stats_tables:
+        return
+    why = f"statistics-only table '{stats_tables[0]}' has no rows: the scenario is plan-only"
+    if "stream" in data:
+        raise at.error(("stream",), why)
+    for where, block in _expectation_blocks(data):
+        for key in ("rows", "checksum", "result_rows"):
+            if key in block:
+                raise at.error(where + (key,), f"{why}, nothing to compare {key} with")
+        if block.get("plan") in ("final", "both"):
+            raise at.error(where + ("plan",), f"{why} (the final adaptive plan needs execution)")
+    for _, name, table in _derived_tables(data):
+        for i, step in enumerate(table.get("steps", [])):
+            if step == "cache":
+                raise at.error(("tables", name, "steps", i), f"{why}; caching runs a job")
 
 
 def _check_version_specifiers(at: _Where, data: dict) -> None:
@@ -471,6 +614,9 @@ def _check_stream_shape(at: _Where, data: dict) -> None:
 def _check_confs(at: _Where, data: dict) -> None:
     """Only allow-listed runtime configs, each with a value of its type."""
     settings = [(("spark_conf", key), key, value) for key, value in data.get("spark_conf", {}).items()]
+    for tname, table in data["tables"].items():
+        settings += [(("tables", tname, "spark_conf", key), key, value)
+                     for key, value in table.get("spark_conf", {}).items()]
     for key, values in data.get("matrix", {}).get("conf", {}).items():
         settings += [(("matrix", "conf", key, i), key, value) for i, value in enumerate(values)]
     for where, key, value in settings:
@@ -506,8 +652,9 @@ def _check_patterns(at: _Where, data: dict) -> None:
 
 
 # What a schema cannot say, one rule each, in the order a person fixes a file.
-SEMANTIC_CHECKS = (_check_join_tables, _check_literal_rows, _check_columns, _check_join_columns, _check_stream_shape,
-                   _check_all_hints, _check_confs, _check_version_specifiers, _check_patterns)
+SEMANTIC_CHECKS = (_check_join_tables, _check_derived, _check_literal_rows, _check_stats, _check_columns,
+                   _check_join_columns, _check_stream_shape, _check_plan_only, _check_all_hints, _check_confs,
+                   _check_version_specifiers, _check_patterns)
 
 
 def _check_semantics(path: Path, data: dict, lines: dict) -> None:
@@ -525,6 +672,15 @@ def sql_texts(data: dict):
     for tname, table in data["tables"].items():
         if "filter" in table:
             yield ("tables", tname, "filter"), table["filter"]
+        if "sql" in table:
+            yield ("tables", tname, "sql"), table["sql"]
+        if "condition" in table.get("join", {}):
+            yield ("tables", tname, "join", "condition"), table["join"]["condition"]
+        for i, step in enumerate(table.get("steps", [])):
+            if isinstance(step, dict) and "filter" in step:
+                yield ("tables", tname, "steps", i, "filter"), step["filter"]
+            for j, text in enumerate(step.get("select", []) if isinstance(step, dict) else []):
+                yield ("tables", tname, "steps", i, "select", j), text
         for cname, column in table.get("columns", {}).items():
             if "expr" in column:
                 yield ("tables", tname, "columns", cname, "expr"), column["expr"]
@@ -554,6 +710,11 @@ class Scenario:
 
     def line_of(self, *path) -> int | None:
         return _line_for(self.lines, path)
+
+    @property
+    def plan_only(self) -> bool:
+        """A statistics-only table has no rows: nothing of the scenario executes."""
+        return any(is_stats_only(table) for table in self.data["tables"].values())
 
 
 @dataclass

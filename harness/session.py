@@ -336,6 +336,18 @@ class CaseScope:
             self.saved[key] = self.session._snapshot(key)
         self.spark.conf.set(key, conf_text(value))
 
+    @contextmanager
+    def conf_overlay(self, conf: dict):
+        """Configs for one step of the case (a derived table's), then back to the case's."""
+        during = {key: self.session._snapshot(key) for key in conf}
+        for key, value in conf.items():
+            self.set_conf(key, value)
+        try:
+            yield
+        finally:
+            for key, value in during.items():
+                self.session._restore(key, value)
+
     def register_view(self, name: str, dataframe) -> None:
         dataframe.createOrReplaceTempView(name)
         self.views.append(name)

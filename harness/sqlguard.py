@@ -247,6 +247,23 @@ def _hidden_parts(plan) -> tuple[list, list]:
     return names, parts
 
 
+def relation_names(spark, text: str) -> list[str]:
+    """The tables a query reads by name (lower case; its own CTEs excluded), from Spark's
+    parse of it, subqueries and CTE bodies included."""
+    plan = parsed_query(spark, text)
+    tree = _tree(plan)
+    ctes, hidden = ([], []) if _containers_serialised(tree) else _hidden_parts(plan)
+    own = _cte_names(tree) | {name.lower() for name in ctes}
+    names = []
+    for part in [tree] + [_tree(p) for p in hidden]:
+        for node in _nodes(part):
+            if node["class"].rsplit(".", 1)[-1] == "UnresolvedRelation":
+                parts = _name_parts(node.get("multipartIdentifier", node.get("tableIdentifier")))
+                if len(parts) == 1 and parts[0].lower() not in own:
+                    names.append(parts[0].lower())
+    return list(dict.fromkeys(names))
+
+
 def check_expression_text(spark, text: str) -> None:
     Guard(set(), allow_relations=False).check_tree(_tree(parsed_expression(spark, text)), analysed=False)
 
@@ -293,10 +310,13 @@ def _check_scenario(spark, scenario) -> None:
 
     data = scenario.data
     tables = set(data["tables"])
+    declared = list(data["tables"])
     for where, text in sql_texts(data):
         try:
             if where == ("join", "sql"):
                 check_query_text(spark, text, tables)
+            elif where[0] == "tables" and where[2] == "sql":  # a derived table: tables declared above it
+                check_query_text(spark, text, set(declared[:declared.index(where[1])]))
             else:
                 check_expression_text(spark, text)
         except SqlRefused as exc:
@@ -313,9 +333,13 @@ def _stand_ins(spark, scenario) -> dict:
     SQL (`expr` columns, `filter`) is first checked as the case builds it, over zero rows:
     its analysed plan holds those expressions."""
     from . import datagen
+    from .scenario import is_derived
 
     frames = {}
     for name, spec in scenario.data["tables"].items():
+        if is_derived(spec):
+            _stand_in_derived(spark, scenario, name, spec, frames)
+            continue
         try:
             frame = datagen.stand_in_table(spark, scenario.seed, name, spec)
         except Exception as exc:
@@ -326,9 +350,45 @@ def _stand_ins(spark, scenario) -> dict:
                 check_analysed(frame, set(), allow_relations=False)
             except SqlRefused as exc:
                 raise SqlRefused(_table_field(scenario.data, name), str(exc)) from None
-        frames[name] = spark.range(0).selectExpr(*[f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`"
-                                                   for f in frame.schema.fields])
+        frames[name] = _empty_like(spark, frame)
     return frames
+
+
+def _empty_like(spark, frame):
+    return spark.range(0).selectExpr(*[f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`"
+                                       for f in frame.schema.fields])
+
+
+def _stand_in_derived(spark, scenario, name: str, spec: dict, frames: dict) -> None:
+    """A derived table built as a case builds it, from the stand-ins of the tables above
+    it (nothing cached, nothing run); its analysed plan is walked like `join.sql`'s."""
+    from . import derived
+
+    earlier = list(scenario.data["tables"])[:list(scenario.data["tables"]).index(name)]
+    inputs = {table: frames[table] for table in earlier if table in frames}
+    if len(inputs) != len(earlier):
+        return  # an input cannot be built: the case reports why
+    views = []
+
+    def register(view, frame):
+        frame.createOrReplaceTempView(view)
+        views.append(view)
+    try:
+        try:
+            frame = derived.source_frame(spark, spec, inputs, register)
+            for step in spec.get("steps", []):
+                frame = derived.apply_step(frame, step)
+        except Exception as exc:
+            _refused_by_spark(exc, ("tables", name))
+            return  # does not analyse: the case reports Spark's error
+        try:
+            check_analysed(frame, set(earlier))
+        except SqlRefused as exc:
+            raise SqlRefused(("tables", name), str(exc)) from None
+        frames[name] = _empty_like(spark, frame)
+    finally:
+        for view in views:
+            spark.catalog.dropTempView(view)
 
 
 # Error conditions of Spark's own locks (restricted mode, reflection allow-list: 4.3+).
