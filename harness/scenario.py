@@ -205,7 +205,50 @@ def scenario_validator():
     return _validator
 
 
+# The kinds of table: the fields that make one, and every field it may have.
+TABLE_KINDS = {
+    "statistics-only": (("schema", "stats"), ("schema", "stats")),
+    "literal": (("schema", "values"), ("schema", "values", "materialize", "analyze", "filter")),
+    "derived": ((), ("from", "sql", "join", "steps", "spark_conf")),
+    "generated": (("rows", "columns"), ("rows", "columns", "partitions", "materialize", "analyze", "filter")),
+}
+
+
+def _table_kind(table: dict) -> str | None:
+    if "stats" in table:
+        return "statistics-only"
+    if "values" in table:
+        return "literal"
+    if any(key in table for key in DERIVED_SOURCES):
+        return "derived"
+    if "rows" in table or "columns" in table:
+        return "generated"
+    return None
+
+
+def _table_shape_problem(table: dict) -> tuple[tuple, str] | None:
+    """(field, message) when a table mixes the fields of two kinds or lacks one of its own."""
+    kind = _table_kind(table)
+    if kind is None:
+        return (), ("a table is generated (rows, columns), literal (schema, values), derived (from, sql or join) "
+                    "or statistics-only (schema, stats)")
+    needs, may_have = TABLE_KINDS[kind]
+    extra = [key for key in table if key not in may_have]
+    if extra:
+        return (extra[0],), f"a {kind} table has no '{extra[0]}' (its fields: {', '.join(may_have)})"
+    missing = [key for key in needs if key not in table]
+    if missing:
+        return (), f"a {kind} table needs '{missing[0]}'"
+    return None
+
+
 def _schema_error(path: Path, lines: dict, error: jsonschema.ValidationError) -> ScenarioError:
+    where = tuple(error.absolute_path)
+    if error.validator == "oneOf" and len(where) == 2 and where[0] == "tables" and isinstance(error.instance, dict):
+        problem = _table_shape_problem(error.instance)
+        if problem:
+            field_path = where + problem[0]
+            return ScenarioError(path, _line_for(lines, field_path), _dotted(field_path), problem[1])
     # For oneOf/anyOf, the deepest sub-error is the one a person can act on.
     while error.context:
         error = max(error.context, key=lambda e: (len(e.absolute_path), -len(e.context or [])))
@@ -221,9 +264,13 @@ def _schema_error(path: Path, lines: dict, error: jsonschema.ValidationError) ->
             message = f"unknown field '{extras[0]}'{hint}"
     elif error.validator == "enum":
         close = difflib.get_close_matches(str(error.instance), [str(v) for v in error.validator_value], n=1)
-        message = f"{error.instance!r} is not allowed" + (f" (did you mean '{close[0]}'?)" if close else "")
+        allowed = [str(v) for v in error.validator_value]
+        message = f"{error.instance!r} is not allowed" + (f" (did you mean '{close[0]}'?)" if close else
+                                                          f" (allowed: {', '.join(allowed)})" if len(allowed) <= 8 else "")
     elif error.validator == "required":
         message = error.message
+    elif error.validator == "maxProperties" and error.validator_value == 1:
+        message = f"one operation per step ({', '.join(error.instance)}): write each as its own list item"
     if len(message) > 300:
         message = message[:297] + "..."
     return ScenarioError(path, _line_for(lines, field_path), _dotted(field_path), message)
@@ -236,7 +283,10 @@ def validate(path: Path, data: Any, lines: dict) -> None:
     if errors:
         # A misspelt field also makes the right one "missing": name the typo first.
         typos = [e for e in errors if e.validator == "additionalProperties"]
-        best = max(typos, key=lambda e: len(e.absolute_path)) if typos else jsonschema.exceptions.best_match(errors)
+        shapes = [e for e in errors if e.validator == "oneOf" and list(e.absolute_path)[:1] == ["tables"]
+                  and len(e.absolute_path) == 2 and _table_shape_problem(e.instance or {})]
+        best = shapes[0] if shapes else max(typos, key=lambda e: len(e.absolute_path)) if typos \
+            else jsonschema.exceptions.best_match(errors)
         raise _schema_error(path, lines, best)
     _check_semantics(path, data, lines)
 

@@ -59,8 +59,8 @@ def inject(spark, table_name: str, spec: dict) -> None:
     stats, schema = spec["stats"], literal_schema(spec)
     column_stats = jvm.java.util.HashMap()
     for name, column in stats.get("columns", {}).items():
-        properties = {f"{name}.{STAT_KEYS[key]}": external_value(value, schema[name][0])
-                      for key, value in column.items()}
+        properties = {f"{name}.{STAT_KEYS[key]}": external_value(value, schema[name][0]) if key in ("min", "max")
+                      else str(value) for key, value in column.items()}
         column_stats.put(name, _column_stat(jvm, table_name, name, properties))
     # The constructor's arguments, gathered in the JVM: sizeInBytes (a BigInt, unwrapped
     # from an Option there), rowCount (Option[BigInt]), colStats.
