@@ -234,6 +234,10 @@ def _table_shape_problem(table: dict) -> tuple[tuple, str] | None:
                     "or statistics-only (schema, stats)")
     needs, may_have = TABLE_KINDS[kind]
     extra = [key for key in table if key not in may_have]
+    known = {name for _, fields in TABLE_KINDS.values() for name in fields}
+    if extra and extra[0] not in known:  # a typo, not a field of another kind
+        close = _did_you_mean(extra[0], may_have)
+        return (extra[0],), f"unknown field '{extra[0]}'" + (close or f" (allowed: {', '.join(may_have)})")
     if extra:
         return (extra[0],), f"a {kind} table has no '{extra[0]}' (its fields: {', '.join(may_have)})"
     missing = [key for key in needs if key not in table]
@@ -620,6 +624,17 @@ def _check_stats(at: _Where, data: dict) -> None:
                 if not isinstance(value, kind) or (isinstance(value, bool) and type_name != "boolean") \
                         or not _literal_fits(value, type_name):
                     raise at.error(field_path, f"{_excerpt(value)} is not a {type_name}")
+            if "min" in column and "max" in column and _ordered(column["min"], type_name) > \
+                    _ordered(column["max"], type_name):
+                raise at.error(where + ("columns", cname, "min"), f"min {column['min']} is above max {column['max']}")
+
+
+def _ordered(value, type_name: str):
+    """A min/max as a comparable value (instants as UTC)."""
+    if type_name == "timestamp":
+        instant = datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T"))
+        return instant.replace(tzinfo=instant.tzinfo or datetime.timezone.utc)
+    return value
 
 
 def _check_plan_only(at: _Where, data: dict) -> None:

@@ -160,3 +160,10 @@ def test_a_statistics_only_case_is_plan_only_and_its_agreement_is_skipped(sessio
     assert json.loads(json.dumps(record.to_json()))["observed"]["final_not_applicable"]
     agreement = run_agreement(case, session)
     assert agreement.status == "skipped" and "statistics-only" in agreement.message
+
+
+def test_statistics_min_above_max_is_a_load_error(write_scenario):
+    tables = "  d: {schema: {k: long, t: timestamp}, stats: {size_bytes: 5, rows: 5, columns: " \
+             "{t: {min: '2021-01-01T02:00:00+02:00', max: '2021-01-01 00:30:00'}, k: {min: 9, max: 3}}}}"
+    message = error_of(write_scenario, scenario_text(tables))
+    assert "tables.d.stats.columns.k.min: min 9 is above max 3" in message
