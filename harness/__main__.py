@@ -32,7 +32,29 @@ def main(argv: list[str] | None = None) -> int:
     cluster.add_argument("--report-dir", default="reports")
     cluster.add_argument("--workers", type=int, default=2, help="worker JVMs (1 core each)")
     cluster.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
+    capture = commands.add_parser("capture", help="write your own queries as scenario files: their tables' "
+                                                  "statistics and plans, no data")
+    capture.add_argument("paths", nargs="*", help=".sql files or folders of them")
+    capture.add_argument("--sql", default=None, help="a query given inline")
+    capture.add_argument("--out", required=True, help="the scenario file, or a folder (ending in /) for several")
+    capture.add_argument("--analyze", action="store_true",
+                         help="ANALYZE TABLE ... COMPUTE STATISTICS FOR ALL COLUMNS on every table first")
+    capture.add_argument("--spark-master", default=None)
+    capture.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                         help="session configs, e.g. the metastore and warehouse (repeatable)")
+    capture.add_argument("--spark-conf-file", default=None, help="spark-defaults style file of session configs")
+    capture.add_argument("--baseline", default=None, metavar="BASELINE.json:EXECUTION",
+                         help="add what production planned (from `baseline`) for that SQL execution id, "
+                              "as the expectation on production's version")
+    baseline = commands.add_parser("baseline", help="the join nodes of each SQL execution in a Spark event log")
+    baseline.add_argument("path", help="an event log file, or a folder (rolling logs)")
+    baseline.add_argument("--out", default=None, help="write the baseline JSON here (default: print it)")
     args = parser.parse_args(argv)
+    if args.command == "baseline":
+        from . import baseline as production
+        return production.main(args.path, args.out)
+    if args.command == "capture":
+        return _capture(args, parser)
     if args.command == "cluster-test":
         from . import cluster as standalone
         return standalone.main(args.report_dir, ["-k", args.keyword] if args.keyword else [], args.workers)
@@ -61,6 +83,31 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:  # e.g. piped into `head`
             return 0
     return 1
+
+
+def _capture(args, parser) -> int:
+    from . import capture as capture_tool
+    from .session import read_conf_file
+    conf = {}
+    try:
+        if args.spark_conf_file:
+            conf.update(read_conf_file(args.spark_conf_file))
+    except (OSError, ValueError) as exc:
+        parser.error(f"--spark-conf-file: {exc}")
+    for item in args.spark_conf:
+        key, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--spark-conf expects KEY=VALUE, got: {item}")
+        conf[key] = value
+    if not args.paths and not args.sql:
+        parser.error("capture needs .sql files, a folder or --sql")
+    baseline = None
+    if args.baseline:
+        path, sep, execution = args.baseline.rpartition(":")
+        if not sep or not execution.isdigit():
+            parser.error(f"--baseline expects BASELINE.json:EXECUTION_ID, got: {args.baseline}")
+        baseline = (path, int(execution))
+    return capture_tool.main(args.paths, args.out, args.sql, args.analyze, args.spark_master, conf, baseline)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,396 @@
+"""Capture a team's own query into a scenario file, without its data.
+
+For every table the query reads (found in Spark's analysed plan, through views), the
+schema and the catalog statistics are recorded as a statistics-only table; a permanent
+view becomes a derived table over its own tables; the query becomes `join.sql` with its
+table references renamed to the scenario's tables; the join-relevant configs the session
+set become `spark_conf`; and the join nodes Spark planned for it right now become the
+expectations, scoped to the Spark version that planned them. Replayed on any version,
+the scenario plans what that version plans for those tables at those sizes.
+
+    python -m harness capture q17.sql [more.sql | folder] --out scenarios/ours/
+    from harness.capture import capture; capture(spark, "SELECT ...", "scenarios/ours/q17.yaml")
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from . import confs, plans
+from .query import checksum_frame
+from .sqlguard import describe, parsed_query, relation_names
+from .util import atomic_write_text, one_line
+
+SCALAR_TYPES = {"bigint": "long", "int": "int", "double": "double", "string": "string", "boolean": "boolean",
+                "date": "date", "timestamp": "timestamp"}
+STAT_PROPERTIES = (("distinct", "distinctCount"), ("nulls", "nullCount"), ("avg_len", "avgLen"),
+                   ("max_len", "maxLen"))
+
+
+class CaptureError(Exception):
+    """One line: what could not be captured, and where."""
+
+
+@dataclass
+class CapturedTable:
+    database: str
+    table: str
+    schema: dict                 # column → scenario type
+    stats: dict                  # the scenario's `stats:`
+    view_sql: str | None = None  # a permanent view: its text (rewritten later)
+    notes: list = field(default_factory=list)
+    name: str = ""               # the scenario's name for it
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.database.lower(), self.table.lower()
+
+
+# --------------------------------------------------------------------------- the plan
+
+def _children(node) -> list:
+    out = []
+    for seq in (node.children(), node.subqueries()):
+        out.extend(seq.apply(i) for i in range(seq.size()))
+    return out
+
+
+def read_relations(spark, analysed) -> list[CapturedTable]:
+    """The catalog tables and permanent views under an analysed plan, views first-seen
+    order kept so that a view comes after the tables it reads."""
+    found: dict = {}
+    _visit(spark, analysed, found)
+    return list(found.values())
+
+
+def _visit(spark, node, found: dict) -> None:
+    kind = node.getClass().getSimpleName()
+    if kind in ("LogicalRelation", "HiveTableRelation"):
+        meta = node.tableMeta() if kind == "HiveTableRelation" else node.catalogTable()
+        if kind == "LogicalRelation":
+            if meta.isEmpty():
+                raise CaptureError(f"the query reads files that are not a catalog table ({one_line(str(node))[:120]})")
+            meta = meta.get()
+        table = _table(spark, meta, node)
+        found.setdefault(table.key, table)
+        return
+    if kind == "View":
+        meta = node.desc()
+        for child in _children(node):
+            _visit(spark, child, found)
+        if node.isTempView() and meta.viewText().isEmpty():
+            return  # made from a DataFrame: the query's reference to it is reported by `rewrite`
+        view = _view(meta)
+        found.setdefault(view.key, view)
+        return
+    if kind in ("LogicalRDD", "ExternalRDD", "DataSourceV2Relation", "StreamingRelation", "StreamingRelationV2"):
+        raise CaptureError(f"the query reads a {kind}, not a catalog table: capture reads tables from the catalog")
+    for child in _children(node):
+        _visit(spark, child, found)
+
+
+def _identifier(meta) -> tuple[str, str]:
+    identifier = meta.identifier()
+    database = identifier.database()
+    return (database.get() if not database.isEmpty() else "default"), identifier.table()
+
+
+def _view(meta) -> CapturedTable:
+    database, table = _identifier(meta)
+    text = meta.viewText()
+    if text.isEmpty():
+        raise CaptureError(f"view {database}.{table} has no SQL text to replay")
+    return CapturedTable(database, table, {}, {}, view_sql=text.get())
+
+
+def _table(spark, meta, relation) -> CapturedTable:
+    database, table = _identifier(meta)
+    schema = {f.name(): _type(database, table, f) for f in _fields(meta.schema())}
+    stats = meta.stats()
+    notes = []
+    if stats.isEmpty():
+        size = int(relation.stats().sizeInBytes())
+        notes.append(f"{database}.{table} has no catalog statistics: size_bytes is Spark's estimate from its "
+                     "files; ANALYZE TABLE it (or capture --analyze) for row counts and column statistics")
+        return CapturedTable(database, table, schema, {"size_bytes": size}, notes=notes)
+    return CapturedTable(database, table, schema, _stats(spark, stats.get(), schema))
+
+
+def _fields(struct_type) -> list:
+    fields = struct_type.fields()
+    return [fields[i] for i in range(len(fields))]
+
+
+def _type(database: str, table: str, field_) -> str:
+    text = field_.dataType().simpleString()
+    if text in SCALAR_TYPES:
+        return SCALAR_TYPES[text]
+    if re.fullmatch(r"decimal\(\d+,\d+\)", text):
+        return text
+    raise CaptureError(f"{database}.{table}.{field_.name()} has type {text}, which a scenario cannot declare "
+                       f"(supported: {', '.join(SCALAR_TYPES.values())}, decimal(p,s))")
+
+
+def _stats(spark, statistics, schema: dict) -> dict:
+    """A `stats:` from CatalogStatistics (Py4J gives its BigInts as ints)."""
+    out = {"size_bytes": int(statistics.sizeInBytes())}
+    if not statistics.rowCount().isEmpty():
+        out["rows"] = int(statistics.rowCount().get())
+    columns = {}
+    converters = spark._jvm.scala.collection.JavaConverters
+    for name, type_name in schema.items():
+        column = statistics.colStats().get(name)
+        if column.isEmpty() or "rows" not in out:
+            continue
+        properties = dict(converters.mapAsJavaMapConverter(column.get().toMap(name)).asJava())
+        spec = {key: int(properties[f"{name}.{prop}"]) for key, prop in STAT_PROPERTIES
+                if f"{name}.{prop}" in properties}
+        for bound in ("min", "max"):
+            text = properties.get(f"{name}.{bound}")
+            if text is not None and type_name != "string":
+                spec[bound] = _bound(text, type_name)
+        if spec:
+            columns[name] = spec
+    if columns:
+        out["columns"] = columns
+    return out
+
+
+def _bound(text: str, type_name: str):
+    if type_name in ("int", "long"):
+        return int(text)
+    if type_name == "boolean":
+        return text == "true"
+    if type_name in ("date", "timestamp"):
+        return text
+    return float(text)
+
+
+# --------------------------------------------------------------------------- names
+
+def _scenario_names(tables: list[CapturedTable]) -> None:
+    """A table's own name, or database_table where two databases share one."""
+    counts: dict = {}
+    for table in tables:
+        counts[table.table.lower()] = counts.get(table.table.lower(), 0) + 1
+    for table in tables:
+        plain = re.sub(r"[^A-Za-z0-9_]", "_", table.table)
+        table.name = plain if counts[table.table.lower()] == 1 else f"{table.database}_{plain}"
+        if not re.match(r"[A-Za-z_]", table.name):
+            table.name = f"t_{table.name}"
+
+
+def _reference(parts: list[str]) -> str:
+    """A pattern for a multi-part name as written: any quoting, spaces around dots."""
+    pieces = [rf"`?{re.escape(p)}`?" for p in parts]
+    return r"(?<![\w`.])" + r"\s*\.\s*".join(pieces) + r"(?![\w`])"
+
+
+def rewrite(spark, text: str, tables: list[CapturedTable], where: str) -> str:
+    """The query with each table reference renamed to the scenario's table; checked by
+    parsing the result: it must read the scenario's tables and nothing else."""
+    current = spark.catalog.currentDatabase()
+    by_key = {t.key: t for t in tables}
+    for parts in _written_names(spark, text):
+        database, table = (current, parts[-1]) if len(parts) == 1 else (parts[-2], parts[-1])
+        captured = by_key.get((database.lower(), table.lower()))
+        if captured is None or (len(parts) == 1 and captured.name.lower() == table.lower()):
+            continue
+        text = re.sub(_reference(parts), captured.name, text, flags=re.IGNORECASE)
+    names = {t.name.lower() for t in tables}
+    strangers = [n for n in relation_names(spark, text) if n not in names]
+    if strangers:
+        raise CaptureError(f"{where}: reads '{strangers[0]}', which is not a catalog table or view the capture "
+                           "could follow (a temporary view made from a DataFrame?)")
+    return text
+
+
+def _written_names(spark, text: str) -> list[list[str]]:
+    """Each table name as the query writes it (multi-part), longest first."""
+    from .sqlguard import _name_parts, _nodes, _tree
+    names = []
+    for node in _nodes(_tree(parsed_query(spark, text))):
+        if node["class"].endswith(".UnresolvedRelation"):
+            parts = _name_parts(node.get("multipartIdentifier", node.get("tableIdentifier")))
+            if parts and parts not in names:
+                names.append(parts)
+    return sorted(names, key=len, reverse=True)
+
+
+# --------------------------------------------------------------------------- capture
+
+def capture(spark, query, out, *, scenario_id: str | None = None, analyze: bool = False,
+            source: str = "", baseline: dict | None = None) -> Path:
+    """Write the scenario of one query (SQL text) to `out` (a file, or a folder: then
+    `<scenario_id>.yaml`); returns the path written."""
+    where = source or "query"
+    if not isinstance(query, str):
+        raise CaptureError(f"{where}: capture takes the query's SQL text (a DataFrame has none to replay)")
+    try:
+        frame = spark.sql(query)
+    except Exception as exc:
+        raise CaptureError(f"{where}: {describe(exc)}") from None
+    analysed = frame._jdf.queryExecution().analyzed()
+    tables = read_relations(spark, analysed)
+    notes = []
+    if analyze:
+        for table in [t for t in tables if t.view_sql is None]:
+            spark.sql(f"ANALYZE TABLE `{table.database}`.`{table.table}` COMPUTE STATISTICS FOR ALL COLUMNS")
+        notes.append("ran ANALYZE TABLE ... COMPUTE STATISTICS FOR ALL COLUMNS on every table first")
+        frame = spark.sql(query)
+        tables = read_relations(spark, frame._jdf.queryExecution().analyzed())
+    if not tables:
+        raise CaptureError(f"{where}: the query reads no catalog table")
+    _scenario_names(tables)
+    for table in tables:
+        if table.view_sql is not None:
+            table.view_sql = rewrite(spark, table.view_sql, tables, f"{where}: view {table.database}.{table.table}")
+    sql = rewrite(spark, query, tables, where)
+    version = spark.version
+    scenario_id = scenario_id or _id_from(source) or "captured"
+    data = _scenario(spark, frame, tables, sql, version, scenario_id, where)
+    if baseline is not None:  # what production planned, on its own version
+        data["expect"]["overrides"] = [baseline]
+    header = [f"Captured from {where} on Spark {version}, {dt.date.today().isoformat()}: statistics and plans "
+              "only, no data."] + notes + [n for t in tables for n in t.notes]
+    path = Path(out)
+    if path.is_dir() or str(out).endswith("/"):
+        path = path / f"{scenario_id}.yaml"
+    text = "".join(f"# {one_line(line)}\n" for line in header) + _dump(data)
+    atomic_write_text(path, text)
+    return path
+
+
+def _id_from(source: str) -> str:
+    stem = Path(source).stem if source else ""
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", stem)
+    return stem if re.match(r"[A-Za-z]", stem or "") else (f"q_{stem}" if stem else "")
+
+
+def _scenario(spark, frame, tables, sql, version, scenario_id, where) -> dict:
+    ordered = [t for t in tables if t.view_sql is None] + [t for t in tables if t.view_sql is not None]
+    specs = {}
+    for table in ordered:
+        specs[table.name] = {"sql": table.view_sql} if table.view_sql is not None else \
+            {"schema": table.schema, "stats": table.stats}
+    plan = plans.current_plan(checksum_frame(frame))
+    names = {t.table.lower(): t.name for t in tables}
+    joins = [j.to_dict() for j in plans.join_nodes(plan, names)]
+    expect = {"spark": f"=={version}"}
+    if joins:
+        expect["joins"] = [{"strategy": j["strategy"], "build_side": j["build_side"],
+                            **({"tables": j["tables"]} if j.get("tables") else {})} for j in joins]
+    else:
+        expect["strategy"] = "none"
+    data = {"id": scenario_id,
+            "description": f"Captured from {where}: the query's own tables by their catalog statistics; "
+                           f"the join nodes Spark {version} planned.",
+            "tags": ["captured"], "tables": specs, "join": {"sql": sql}}
+    conf = session_join_conf(spark)
+    if conf:
+        data["spark_conf"] = conf
+    data["expect"] = expect
+    return data
+
+
+def session_join_conf(spark) -> dict:
+    """The allow-listed configs the session set explicitly (its join-relevant ones)."""
+    explicit = spark._jsparkSession.sessionState().conf().getAllConfs()
+    converters = spark._jvm.scala.collection.JavaConverters
+    values = dict(converters.mapAsJavaMapConverter(explicit).asJava())
+    out = {}
+    for key in sorted(values):
+        if key in confs.ALLOWED and key not in confs.DATA_CONFS:
+            try:
+                confs.check(key, values[key])
+            except confs.ConfError:
+                continue
+            out[key] = values[key]
+    return out
+
+
+class _Dumper(yaml.SafeDumper):
+    """Readable scenario YAML: queries as literal blocks, small mappings on one line."""
+
+
+def _represent_text(dumper, text: str):
+    style = "|" if "\n" in text else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+def _short(value) -> bool:
+    if isinstance(value, list):
+        return all(_short(v) for v in value)
+    return not isinstance(value, dict) and len(str(value)) <= 60 and "\n" not in str(value)
+
+
+def _represent_mapping(dumper, mapping: dict):
+    leaf = all(_short(v) for v in mapping.values()) and len(mapping) <= 8
+    return dumper.represent_mapping("tag:yaml.org,2002:map", mapping, flow_style=leaf or None)
+
+
+def _represent_list(dumper, items: list):
+    leaf = all(not isinstance(v, (dict, list)) for v in items)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=leaf or None)
+
+
+_Dumper.add_representer(str, _represent_text)
+_Dumper.add_representer(dict, _represent_mapping)
+_Dumper.add_representer(list, _represent_list)
+
+
+def _dump(data: dict) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+
+
+# --------------------------------------------------------------------------- command
+
+def query_files(paths: list[str]) -> list[Path]:
+    files = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            files.extend(sorted(path.rglob("*.sql")))
+        elif path.exists():
+            files.append(path)
+        else:
+            raise CaptureError(f"{given}: no such file or folder")
+    return files
+
+
+def main(paths: list[str], out: str, sql: str | None, analyze: bool, master: str | None,
+         spark_conf: dict, baseline: tuple | None = None) -> int:
+    from pyspark.sql import SparkSession
+
+    from .baseline import BaselineError, expectation
+    try:
+        override = expectation(*baseline) if baseline else None
+    except (BaselineError, OSError, ValueError) as exc:
+        print(f"error: --baseline: {exc}")
+        return 2
+    builder = SparkSession.builder.master(master or "local[2]").appName("join-harness capture")
+    for key, value in spark_conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    failures = 0
+    try:
+        sources = [(f"--sql", sql)] if sql else []
+        sources += [(str(p), p.read_text(encoding="utf-8")) for p in query_files(paths)]
+        if len(sources) > 1 and not (Path(out).is_dir() or out.endswith("/")):
+            raise CaptureError(f"{out}: several queries need a folder to write into (end it with /)")
+        for source, text in sources:
+            try:
+                written = capture(spark, text.strip().rstrip(";").strip() + "\n", out, analyze=analyze,
+                                  source="" if source == "--sql" else source, baseline=override)
+                print(f"captured {source} -> {written}")
+            except CaptureError as exc:
+                failures += 1
+                print(f"error: {exc}")
+    except CaptureError as exc:
+        print(f"error: {exc}")
+        return 2
+    return 1 if failures else 0

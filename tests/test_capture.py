@@ -1,0 +1,216 @@
+"""Capture: a small "production" warehouse (parquet tables in a catalog database,
+ANALYZEd), a 4-table query and a view captured into scenario files, and replayed: the
+replayed plan must be the plan of the query run directly on the real tables."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import plans, runner, statsonly
+from harness.capture import CaptureError, capture
+from harness.query import checksum_frame
+from harness.scenario import expand, load_scenario
+
+QUERY = """
+SELECT st.region, d.year, count(*) AS sales, sum(s.amount) AS paid
+FROM prod.sales s
+JOIN prod.item i ON s.item_id = i.id
+JOIN `prod`.`store` st ON s.store_id = st.id
+JOIN prod.date_dim AS d ON s.day_id = d.id
+WHERE d.year = 2020 AND i.price > 90
+GROUP BY st.region, d.year
+"""
+VIEW_QUERY = "SELECT * FROM prod.sales s JOIN prod.pricey_items p ON s.item_id = p.id"
+
+
+@pytest.fixture(scope="module")
+def warehouse():
+    from harness.session import get_session
+    spark = get_session().spark
+    if not spark.catalog._jcatalog.tableExists("prod", "sales"):
+        spark.sql("CREATE DATABASE IF NOT EXISTS prod")
+        spark.range(300000).selectExpr("id", "id % 5000 AS item_id", "CAST(id % 40 AS INT) AS store_id",
+                                       "CAST(id % 1500 AS INT) AS day_id", "CAST(id % 997 AS DECIMAL(10,2)) AS amount") \
+            .write.saveAsTable("prod.sales")
+        spark.range(5000).selectExpr("id", "CAST(id % 100 AS DOUBLE) AS price", "concat('item', id) AS name") \
+            .write.saveAsTable("prod.item")
+        spark.range(40).selectExpr("CAST(id AS INT) AS id", "concat('r', id % 4) AS region") \
+            .write.saveAsTable("prod.store")
+        spark.range(1500).selectExpr("CAST(id AS INT) AS id", "CAST(2018 + id DIV 365 AS INT) AS year",
+                                     "date_add(DATE'2018-01-01', CAST(id AS INT)) AS day") \
+            .write.saveAsTable("prod.date_dim")
+        for table in ("sales", "item", "store", "date_dim"):
+            spark.sql(f"ANALYZE TABLE prod.{table} COMPUTE STATISTICS FOR ALL COLUMNS")
+        spark.sql("CREATE VIEW prod.pricey_items AS SELECT id, price FROM prod.item WHERE price > 50")
+    return spark
+
+
+def direct_plan(spark, query: str):
+    frame = checksum_frame(spark.sql(query))
+    plan = plans.current_plan(frame)
+    joins = [(j.strategy, j.build_side, j.tables) for j in plans.join_nodes(
+        plan, {t: t for t in ("sales", "item", "store", "date_dim")})]
+    return joins, plans.join_estimates(frame)
+
+
+def replayed_plan(session, path):
+    (case,) = expand(load_scenario(path))
+    record = runner.run_case(case, session)
+    joins = [(j["strategy"], j["build_side"], j["tables"]) for j in record.observed.initial.joins]
+    return record, joins, record.observed.estimates
+
+
+@pytest.mark.parametrize("cbo", ["true", "false"])
+def test_a_captured_query_replays_the_plan_of_the_real_tables(session, warehouse, tmp_path, cbo):
+    spark = warehouse
+    spark.conf.set("spark.sql.cbo.enabled", cbo)
+    try:
+        path = capture(spark, QUERY, tmp_path / "q.yaml", source="q.sql")
+        direct_joins, direct_estimates = direct_plan(spark, QUERY)
+    finally:
+        spark.conf.unset("spark.sql.cbo.enabled")
+    text = path.read_text()
+    assert text.startswith("# Captured from q.sql on Spark ")
+    data = yaml.safe_load(text)
+    assert set(data["tables"]) == {"sales", "item", "store", "date_dim"}
+    assert data["tables"]["sales"]["stats"]["rows"] == 300000
+    assert data["spark_conf"]["spark.sql.cbo.enabled"] == cbo
+    assert "prod." not in data["join"]["sql"] and "`prod`" not in data["join"]["sql"]
+    record, joins, estimates = replayed_plan(session, path)
+    assert record.status == "passed", record.message  # its own expectations: what Spark planned
+    assert len(direct_joins) == 3 and joins == direct_joins
+    assert estimates == direct_estimates
+
+
+def test_scaled_statistics_replay_what_spark_plans_for_real_tables_of_that_size(session, warehouse, tmp_path):
+    spark = warehouse
+    path = capture(spark, QUERY, tmp_path / "q.yaml", source="q.sql")
+    data = yaml.safe_load(path.read_text())
+    for spec in data["tables"].values():
+        spec["stats"] = scaled(spec["stats"], 1000)
+    data["expect"] = {}
+    scaled_path = tmp_path / "q1000.yaml"
+    scaled_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    _, joins, estimates = replayed_plan(session, scaled_path)
+    for name, spec in data["tables"].items():  # the same statistics on the real tables
+        statsonly.inject(spark, f"prod.{name}", spec)
+    try:
+        direct_joins, direct_estimates = direct_plan(spark, QUERY)
+    finally:
+        for name in data["tables"]:
+            spark.sql(f"ANALYZE TABLE prod.{name} COMPUTE STATISTICS FOR ALL COLUMNS")
+    assert joins == direct_joins and estimates == direct_estimates
+    assert estimates[0]["left"]["size_in_bytes"] > 1000 * 1000 * 1000 or \
+        estimates[0]["right"]["size_in_bytes"] > 1000 * 1000 * 1000  # the scale reached the planner
+
+
+def scaled(stats: dict, factor: int) -> dict:
+    out = copy.deepcopy(stats)
+    out["size_bytes"] *= factor
+    out["rows"] *= factor
+    for column in out.get("columns", {}).values():
+        for key in ("distinct", "nulls"):
+            if key in column:
+                column[key] *= factor
+    return out
+
+
+def test_a_view_becomes_a_derived_table_over_its_tables(session, warehouse, tmp_path):
+    path = capture(warehouse, VIEW_QUERY, tmp_path / "v.yaml", source="v.sql")
+    data = yaml.safe_load(path.read_text())
+    assert list(data["tables"]) == ["sales", "item", "pricey_items"]
+    assert data["tables"]["pricey_items"]["sql"].replace("`", "").count("prod.") == 0
+    record, joins, _ = replayed_plan(session, path)
+    assert record.status == "passed", record.message
+    assert joins == direct_plan(warehouse, VIEW_QUERY)[0]
+
+
+@pytest.mark.parametrize("query, says", [
+    ("SELEC * FROM prod.sales", "q.sql: "),
+    ("SELECT * FROM prod.nope", "q.sql: "),
+    ("SELECT 1 AS x", "q.sql: the query reads no catalog table"),
+])
+def test_bad_queries_are_one_line_errors_and_nothing_is_written(warehouse, tmp_path, query, says):
+    with pytest.raises(CaptureError) as info:
+        capture(warehouse, query, tmp_path / "bad.yaml", source="q.sql")
+    assert str(info.value).startswith(says) and "\n" not in str(info.value)
+    assert not (tmp_path / "bad.yaml").exists()
+
+
+def test_a_temp_view_made_from_a_dataframe_is_named(warehouse, tmp_path):
+    warehouse.table("prod.item").where("price < 10").createOrReplaceTempView("cheap_items")
+    try:
+        with pytest.raises(CaptureError) as info:
+            capture(warehouse, "SELECT * FROM prod.sales s JOIN cheap_items c ON s.item_id = c.id",
+                    tmp_path / "t.yaml", source="t.sql")
+    finally:
+        warehouse.catalog.dropTempView("cheap_items")
+    assert "reads 'cheap_items'" in str(info.value)
+
+
+EVENT_LOG_SCRIPT = """
+import json, sys
+from pyspark.sql import SparkSession
+from harness import plans
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.eventLog.enabled", "true").config("spark.eventLog.dir", sys.argv[1])
+         .config("spark.sql.adaptive.enabled", "true").config("spark.sql.autoBroadcastJoinThreshold", "1048576")
+         .config("spark.sql.shuffle.partitions", "8").getOrCreate())
+a = spark.range(300000).selectExpr("id % 1000 AS k", "id AS v")
+b = spark.range(1000).selectExpr("id AS k", "id * 2 AS w")
+small = spark.range(300000).where("id % 100 = 0").selectExpr("(id DIV 100) % 1000 AS k")
+seen = []
+for frame in (a.join(b, "k"), a.join(b.hint("merge"), "k"), a.join(b.hint("shuffle_hash"), "k", "left"),
+              a.join(small, "k")):
+    initial = [(j.strategy, j.build_side) for j in plans.join_nodes(plans.current_plan(frame))]
+    frame.collect()
+    final = [(j.strategy, j.build_side) for j in plans.join_nodes(plans.current_plan(frame))]
+    seen.append({"initial": initial, "final": final})
+print("SEEN " + json.dumps(seen))
+spark.stop()
+"""
+
+
+def test_baseline_reads_the_plans_a_session_ran_from_its_event_log(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from harness.baseline import read_log
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    script = tmp_path / "run.py"
+    script.write_text(EVENT_LOG_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, str(script), logs.as_uri()], capture_output=True, text=True, env=env,
+                          timeout=300)
+    seen_line = [line for line in done.stdout.splitlines() if line.startswith("SEEN ")]
+    assert seen_line, done.stderr[-2000:]
+    seen = json.loads(seen_line[0][5:])
+    baseline = read_log(logs)
+    import pyspark
+    assert baseline["spark"] == pyspark.__version__
+    with_joins = [e for e in baseline["executions"] if e["initial"]]
+    assert [[(j["strategy"], j["build_side"]) for j in e["initial"]] for e in with_joins] == \
+        [[tuple(j) for j in s["initial"]] for s in seen]
+    assert [[(j["strategy"], j["build_side"]) for j in e["final"]] for e in with_joins] == \
+        [[tuple(j) for j in s["final"]] for s in seen]
+    # the last one was re-planned at run time: a sort-merge join became a broadcast
+    assert seen[-1]["initial"] != seen[-1]["final"]
+
+
+@pytest.mark.parametrize("content, says", [
+    ('{"Event":"SparkListenerLogStart","Spark Version":"3.5.1"}\n{"Event":"org.apache.spark.sql.exec', ":2: not a JSON event"),
+    ('{"Event":"SparkListenerApplicationStart"}\n', "no SparkListenerLogStart event"),
+    ('{"Event":"SparkListenerLogStart","Spark Version":"2.4.8"}\n', "written by Spark 2.4.8"),
+])
+def test_a_broken_event_log_is_one_line(tmp_path, content, says):
+    from harness.baseline import BaselineError, read_log
+    log = tmp_path / "app-1"
+    log.write_text(content)
+    with pytest.raises(BaselineError) as info:
+        read_log(log)
+    assert says in str(info.value) and "\n" not in str(info.value)
