@@ -1,8 +1,8 @@
 """Speed figures for the harness (run with `make bench`; not part of the timed tests).
 
 Prints: session start, generated rows/s for a 5-column table with one Faker column,
-plan-only cases per second after warm-up, and the median time of a case that executes a
-200k x 2k join with a checksum.
+plan-only cases per second after warm-up, the median time of a case that executes a
+200k x 2k join with a checksum, and `capture` of 100 queries over 20 catalog tables.
 """
 from __future__ import annotations
 
@@ -105,6 +105,31 @@ def main() -> None:
         durations = [run_case(case, session).timings["total_s"] for case in expand(load_scenario(exec_path))]
         print(f"executed 200k x 2k join cases: median {statistics.median(durations):.2f} s "
               f"(min {min(durations):.2f}, max {max(durations):.2f}, n={len(durations)})")
+        bench_capture(session.spark, Path(tmp) / "captured")
+
+
+def bench_capture(spark, out: Path, tables: int = 20, queries: int = 100) -> None:
+    """`capture` of 100 queries joining 3-5 of 20 ANALYZEd catalog tables."""
+    from harness.capture import capture
+    spark.sql("CREATE DATABASE IF NOT EXISTS bench_wh")
+    for i in range(tables):
+        spark.range(1000 * (i + 1)).selectExpr("id AS k", f"id % {i + 7} AS g{i}", "id * 2 AS v") \
+            .write.mode("overwrite").saveAsTable(f"bench_wh.t{i}")
+        spark.sql(f"ANALYZE TABLE bench_wh.t{i} COMPUTE STATISTICS FOR ALL COLUMNS")
+    out.mkdir()
+    texts = []
+    for q in range(queries):
+        chosen = [(q * 7 + j * 3) % tables for j in range(3 + q % 3)]
+        chosen = list(dict.fromkeys(chosen))
+        joins = " ".join(f"JOIN bench_wh.t{t} a{n} ON a0.k = a{n}.k" for n, t in enumerate(chosen[1:], start=1))
+        texts.append(f"SELECT a0.v, count(*) AS n FROM bench_wh.t{chosen[0]} a0 {joins} WHERE a0.v > {q} GROUP BY a0.v")
+    capture(spark, texts[0], out / "warm.yaml")
+    started = time.perf_counter()
+    for q, text in enumerate(texts):
+        capture(spark, text, out / f"q{q}.yaml")
+    elapsed = time.perf_counter() - started
+    print(f"capture: {queries} queries over {tables} ANALYZEd tables in {elapsed:.1f} s "
+          f"= {queries / elapsed:.1f} queries/s")
 
 
 if __name__ == "__main__":

@@ -63,6 +63,21 @@ def _lines(path: Path):
             raise BaselineError(f"{path}: cannot read on: {exc}") from None
 
 
+SCAN = re.compile(r"^Scan \S+ (?:\S+\.)?([^.\s]+)$")
+
+
+def scanned_tables(plan_info: dict) -> list[str]:
+    """The catalog tables a SparkPlanInfo tree scans (to tell executions apart)."""
+    found, stack = set(), [plan_info]
+    while stack:
+        node = stack.pop()
+        match = SCAN.match(str(node.get("nodeName", "")))
+        if match:
+            found.add(match.group(1))
+        stack.extend(node.get("children") or [])
+    return sorted(found)
+
+
 def join_nodes(plan_info: dict) -> list[dict]:
     """Join operators of a SparkPlanInfo tree, pre-order (codegen stages and AQE
     wrappers are walked through)."""
@@ -94,6 +109,7 @@ def read_log(path: Path) -> dict:
             elif kind == START:
                 executions[event["executionId"]] = {
                     "id": event["executionId"], "description": event.get("description", ""),
+                    "tables": scanned_tables(event.get("sparkPlanInfo") or {}),
                     "initial": join_nodes(event.get("sparkPlanInfo") or {}), "final": None,
                     "modified_configs": event.get("modifiedConfigs") or {}}
             elif kind == ADAPTIVE_UPDATE and event.get("executionId") in executions:

@@ -82,7 +82,7 @@ def _visit(spark, node, found: dict) -> None:
         meta = node.desc()
         for child in _children(node):
             _visit(spark, child, found)
-        if node.isTempView() and meta.viewText().isEmpty():
+        if _is_temp_view(node) and meta.viewText().isEmpty():
             return  # made from a DataFrame: the query's reference to it is reported by `rewrite`
         view = _view(meta)
         found.setdefault(view.key, view)
@@ -91,6 +91,14 @@ def _visit(spark, node, found: dict) -> None:
         raise CaptureError(f"the query reads a {kind}, not a catalog table: capture reads tables from the catalog")
     for child in _children(node):
         _visit(spark, child, found)
+
+
+def _is_temp_view(view) -> bool:
+    """Spark 3.0's View nodes are permanent views only (no isTempView)."""
+    try:
+        return bool(view.isTempView())
+    except Exception:
+        return False
 
 
 def _identifier(meta) -> tuple[str, str]:
@@ -382,6 +390,8 @@ def main(paths: list[str], out: str, sql: str | None, analyze: bool, master: str
         sources += [(str(p), p.read_text(encoding="utf-8")) for p in query_files(paths)]
         if len(sources) > 1 and not (Path(out).is_dir() or out.endswith("/")):
             raise CaptureError(f"{out}: several queries need a folder to write into (end it with /)")
+        if len(sources) > 1 and override is not None:
+            raise CaptureError("--baseline names one SQL execution: capture its query alone")
         for source, text in sources:
             try:
                 written = capture(spark, text.strip().rstrip(";").strip() + "\n", out, analyze=analyze,

@@ -30,7 +30,8 @@ VIEW_QUERY = "SELECT * FROM prod.sales s JOIN prod.pricey_items p ON s.item_id =
 def warehouse():
     from harness.session import get_session
     spark = get_session().spark
-    if not spark.catalog._jcatalog.tableExists("prod", "sales"):
+    catalog = spark._jsparkSession.catalog()
+    if not (catalog.databaseExists("prod") and catalog.tableExists("prod", "sales")):  # 3.0 throws without the db
         spark.sql("CREATE DATABASE IF NOT EXISTS prod")
         spark.range(300000).selectExpr("id", "id % 5000 AS item_id", "CAST(id % 40 AS INT) AS store_id",
                                        "CAST(id % 1500 AS INT) AS day_id", "CAST(id % 997 AS DECIMAL(10,2)) AS amount") \
