@@ -26,7 +26,7 @@ run: env
 test: env unit scenarios
 
 unit: env
-	$(PYTEST) tests -q --no-report
+	$(PYTEST) tests -n $(WORKERS) -q --no-report
 
 scenarios: env
 	$(PYTEST) scenarios -n $(WORKERS) -q
