@@ -22,6 +22,7 @@ import yaml
 
 from . import confs, plans
 from .query import checksum_frame
+from .scenario import stats_bound_kind
 from .sqlguard import describe, parsed_query, relation_names
 from .util import atomic_write_text, one_line
 
@@ -65,6 +66,11 @@ def read_relations(spark, analysed) -> list[CapturedTable]:
     found: dict = {}
     _visit(spark, analysed, found)
     return list(found.values())
+
+
+def catalog_table(spark, name: str) -> CapturedTable:
+    """One catalog table's schema and statistics, as capture records them."""
+    return read_relations(spark, spark.table(name)._jdf.queryExecution().analyzed())[0]
 
 
 def _visit(spark, node, found: dict) -> None:
@@ -133,14 +139,17 @@ def _fields(struct_type) -> list:
     return [fields[i] for i in range(len(fields))]
 
 
+STATS_TYPE = re.compile(r"[a-z][a-z0-9_]*(\([0-9, ]{1,10}\))?(<[a-z0-9_<>,:() ]{1,480}>)?")
+
+
 def _type(database: str, table: str, field_) -> str:
     text = field_.dataType().simpleString()
     if text in SCALAR_TYPES:
         return SCALAR_TYPES[text]
-    if re.fullmatch(r"decimal\(\d+,\d+\)", text):
+    if STATS_TYPE.fullmatch(text):
         return text
     raise CaptureError(f"{database}.{table}.{field_.name()} has type {text}, which a scenario cannot declare "
-                       f"(supported: {', '.join(SCALAR_TYPES.values())}, decimal(p,s))")
+                       "(nested field names must be lower-case identifiers)")
 
 
 def _stats(spark, statistics, schema: dict) -> dict:
@@ -159,7 +168,7 @@ def _stats(spark, statistics, schema: dict) -> dict:
                 if f"{name}.{prop}" in properties}
         for bound in ("min", "max"):
             text = properties.get(f"{name}.{bound}")
-            if text is not None and type_name != "string":
+            if text is not None and stats_bound_kind(type_name) is not None:
                 spec[bound] = _bound(text, type_name)
         if spec:
             columns[name] = spec
@@ -169,7 +178,7 @@ def _stats(spark, statistics, schema: dict) -> dict:
 
 
 def _bound(text: str, type_name: str):
-    if type_name in ("int", "long"):
+    if stats_bound_kind(type_name) is int:
         return int(text)
     if type_name == "boolean":
         return text == "true"

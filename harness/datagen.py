@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .scenario import is_literal, is_stats_only, literal_schema, stable_seed
-from .statsonly import spark_type, stats_only_table
+from .statsonly import empty_frame, spark_type, stats_only_table
 from .util import atomic_write_text
 
 TWO_53 = 9007199254740992
@@ -387,8 +387,7 @@ def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, 
 
     if is_stats_only(spec):
         if workdir is None:  # a stand-in: the schema over no rows, no catalog table
-            return spark.range(0).selectExpr(*[f"CAST(NULL AS {spark_type(t)}) AS `{name}`"
-                                               for name, (t, _) in literal_schema(spec).items()])
+            return empty_frame(spark, spec)
         return stats_only_table(spark, catalog_table_name(seed, name, spec, data_conf), spec)
     if is_literal(spec):
         df = literal_table(spark, spec)

@@ -486,7 +486,7 @@ def _check_literal_rows(at: _Where, data: dict) -> None:
                     raise at.error(where, f"{_excerpt(value)} is not a {type_name} (column '{cname}')")
 
 
-_INT_RANGES = {"int": 31, "long": 63, "bigint": 63}
+_INT_RANGES = {"int": 31, "long": 63, "bigint": 63, "smallint": 15, "short": 15, "tinyint": 7, "byte": 7}
 
 
 def _literal_fits(value, type_name: str) -> bool:
@@ -591,8 +591,17 @@ def _check_all_hints(at: _Where, data: dict) -> None:
         _check_hints(at.path, at.lines, where, hints)
 
 
-_STAT_KINDS = {"int": int, "long": int, "bigint": int, "double": (int, float), "boolean": bool,
+_STAT_KINDS = {"int": int, "long": int, "bigint": int, "smallint": int, "short": int, "tinyint": int, "byte": int,
+               "double": (int, float), "float": (int, float), "real": (int, float), "boolean": bool,
                "date": str, "timestamp": str}
+
+
+def stats_bound_kind(type_name: str):
+    """The Python kind of a column's min/max statistics, None where Spark keeps none
+    (strings, binary, nested types)."""
+    if type_name.startswith("decimal"):
+        return (int, float)
+    return _STAT_KINDS.get(type_name)
 
 
 def _check_stats(at: _Where, data: dict) -> None:
@@ -618,9 +627,9 @@ def _check_stats(at: _Where, data: dict) -> None:
                 if bound not in column:
                     continue
                 value, field_path = column[bound], where + ("columns", cname, bound)
-                if type_name == "string":
-                    raise at.error(field_path, "Spark keeps no min/max for string columns")
-                kind = (int, float) if type_name.startswith("decimal") else _STAT_KINDS[type_name]
+                kind = stats_bound_kind(type_name)
+                if kind is None:
+                    raise at.error(field_path, f"Spark keeps no min/max for {type_name} columns")
                 if not isinstance(value, kind) or (isinstance(value, bool) and type_name != "boolean") \
                         or not _literal_fits(value, type_name):
                     raise at.error(field_path, f"{_excerpt(value)} is not a {type_name}")

@@ -28,14 +28,27 @@ def stats_only_table(spark, table_name: str, spec: dict):
     """The empty catalog table carrying the spec's statistics (created once per worker:
     its name holds a fingerprint of the spec)."""
     if not spark._jsparkSession.catalog().tableExists(table_name):
-        columns = ", ".join(f"`{name}` {spark_type(type_name)}" for name, (type_name, _) in literal_schema(spec).items())
-        spark.sql(f"CREATE TABLE {table_name} ({columns}) USING parquet")
+        # through the catalog API with a parsed schema: no DDL text is built from the file
+        spark.catalog.createTable(table_name, source="parquet", schema=struct_type(spec))
         inject(spark, table_name, spec)
     return spark.table(table_name)
 
 
 def spark_type(type_name: str) -> str:
-    return type_name.replace("long", "bigint").upper()
+    """A scenario type as Spark SQL names it (`long` is the file format's word for BIGINT)."""
+    return "BIGINT" if type_name == "long" else type_name.upper()
+
+
+def struct_type(spec: dict):
+    """The table's schema, each type parsed by Spark's own type parser."""
+    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+    return StructType([StructField(name, _parse_datatype_string("bigint" if type_name == "long" else type_name), True)
+                       for name, (type_name, _) in literal_schema(spec).items()])
+
+
+def empty_frame(spark, spec: dict):
+    """The table's columns over no rows (a stand-in for the SQL checks)."""
+    return spark.createDataFrame(spark.sparkContext.emptyRDD(), struct_type(spec))
 
 
 def external_value(value, type_name: str) -> str:
@@ -47,7 +60,7 @@ def external_value(value, type_name: str) -> str:
         if instant.tzinfo is not None:
             instant = instant.astimezone(dt.timezone.utc).replace(tzinfo=None)
         return instant.strftime("%Y-%m-%d %H:%M:%S.%f")
-    if type_name in ("int", "long", "bigint"):
+    if type_name in ("int", "long", "bigint", "smallint", "short", "tinyint", "byte"):
         return str(int(value))
     return str(value)
 

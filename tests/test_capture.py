@@ -215,3 +215,26 @@ def test_a_broken_event_log_is_one_line(tmp_path, content, says):
     with pytest.raises(BaselineError) as info:
         read_log(log)
     assert says in str(info.value) and "\n" not in str(info.value)
+
+
+def test_float_smallint_and_nested_columns_are_captured(session, warehouse, tmp_path):
+    spark = warehouse
+    if not spark._jsparkSession.catalog().tableExists("prod", "events"):
+        spark.range(20000).selectExpr("id % 5000 AS item_id", "array(id, id + 1) AS tags",
+                                      "CAST(id % 7 AS FLOAT) AS score", "CAST(id % 100 AS SMALLINT) AS bucket",
+                                      "named_struct('a', id, 'b', 'x') AS info").write.saveAsTable("prod.events")
+        # ANALYZE ... FOR ALL COLUMNS refuses nested types: the others by name
+        spark.sql("ANALYZE TABLE prod.events COMPUTE STATISTICS FOR COLUMNS item_id, score, bucket")
+    query = "SELECT * FROM prod.events e JOIN prod.item i ON e.item_id = i.id WHERE e.score > 3 AND e.bucket < 40"
+    spark.conf.set("spark.sql.cbo.enabled", "true")
+    try:
+        path = capture(spark, query, tmp_path / "e.yaml", source="e.sql")
+        direct_joins = direct_plan(spark, query)
+    finally:
+        spark.conf.unset("spark.sql.cbo.enabled")
+    schema = yaml.safe_load(path.read_text())["tables"]["events"]["schema"]
+    assert schema == {"item_id": "long", "tags": "array<bigint>", "score": "float", "bucket": "smallint",
+                      "info": "struct<a:bigint,b:string>"}
+    record, joins, estimates = replayed_plan(session, path)
+    assert record.status == "passed", record.message
+    assert (joins, estimates) == direct_joins
