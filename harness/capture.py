@@ -23,7 +23,8 @@ import yaml
 from . import confs, plans
 from .query import checksum_frame
 from .scenario import stats_bound_kind
-from .sqlguard import describe, parsed_query, relation_names
+from .sqlguard import describe
+from .sqltree import name_parts, nodes, parsed_query, relation_names, tree_of
 from .util import atomic_write_text, one_line
 
 SCALAR_TYPES = {"bigint": "long", "int": "int", "double": "double", "string": "string", "boolean": "boolean",
@@ -228,11 +229,10 @@ def rewrite(spark, text: str, tables: list[CapturedTable], where: str) -> str:
 
 def _written_names(spark, text: str) -> list[list[str]]:
     """Each table name as the query writes it (multi-part), longest first."""
-    from .sqlguard import _name_parts, _nodes, _tree
     names = []
-    for node in _nodes(_tree(parsed_query(spark, text))):
+    for node in nodes(tree_of(parsed_query(spark, text))):
         if node["class"].endswith(".UnresolvedRelation"):
-            parts = _name_parts(node.get("multipartIdentifier", node.get("tableIdentifier")))
+            parts = name_parts(node.get("multipartIdentifier", node.get("tableIdentifier")))
             if parts and parts not in names:
                 names.append(parts)
     return sorted(names, key=len, reverse=True)

@@ -11,8 +11,9 @@ the tables they come from are reused per worker like any generated table.
 """
 from __future__ import annotations
 
-from . import confs, datagen, sqlguard
+from . import confs, datagen
 from .query import build_query
+from .sqltree import relation_names
 from .scenario import Case, Scenario, as_hint_list, derived_inputs, hint_name, is_derived
 from .vocab import JOIN_TYPES
 
@@ -30,7 +31,7 @@ def inputs_of(spark, scenario: Scenario, name: str) -> list[str]:
     if "sql" not in table:
         return derived_inputs(table)
     by_lower = {declared.lower(): declared for declared in scenario.data["tables"]}
-    return [by_lower[used] for used in sqlguard.relation_names(spark, table["sql"]) if used in by_lower]
+    return [by_lower[used] for used in relation_names(spark, table["sql"]) if used in by_lower]
 
 
 def needed_tables(spark, scenario: Scenario, names: list[str]) -> list[str]:

@@ -21,9 +21,10 @@ only parsed, and only an allowed query is ever analysed.
 """
 from __future__ import annotations
 
-import json
 import re
 
+from .sqltree import (containers_serialised, cte_names, function_name, hidden_parts, name_parts, nodes,
+                      parsed_expression, parsed_query, relation_names, tree_of)
 from .util import one_line
 
 LOGICAL = "org.apache.spark.sql.catalyst.plans.logical."
@@ -66,51 +67,6 @@ class SqlRefused(Exception):
     """Scenario SQL that does something a scenario may not do (one line: the construct)."""
 
 
-def _name_parts(value) -> list[str]:
-    """A multi-part name as toJSON writes it: "[a, b]" (Seq), a FunctionIdentifier or
-    TableIdentifier product, or a plain string."""
-    if isinstance(value, dict):
-        parts = [value.get(k) for k in ("catalog", "database", "funcName", "table", "identifier")]
-        return [str(p) for p in parts if isinstance(p, str)]
-    if isinstance(value, list):
-        return [str(v) for v in value]
-    text = str(value or "")
-    if text.startswith("[") and text.endswith("]"):
-        return [p.strip() for p in text[1:-1].split(",") if p.strip()]
-    return [text] if text else []
-
-
-def _function_name(node: dict) -> list[str]:
-    for key in ("nameParts", "name", "functionName"):
-        if key in node:
-            return _name_parts(node[key])
-    return []
-
-
-def _nodes(tree):
-    """Every node (a dict with "class") anywhere in a toJSON tree, nested plans included."""
-    stack = [tree]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if "class" in item:
-                yield item
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-
-
-def _cte_names(tree) -> set[str]:
-    names = set()
-    for node in _nodes(tree):
-        simple = node["class"].rsplit(".", 1)[-1]
-        if simple in ("UnresolvedWith", "With"):
-            for relation in node.get("cteRelations") or []:
-                if isinstance(relation, dict) and isinstance(relation.get("_1"), str):
-                    names.add(relation["_1"].lower())
-    return names
-
-
 class Guard:
     """The allow-lists, for one scenario's table names."""
 
@@ -118,9 +74,9 @@ class Guard:
         self.tables = {t.lower() for t in tables}
         self.allow_relations = allow_relations
 
-    def check_tree(self, tree, analysed: bool) -> None:
-        known = self.tables | _cte_names(tree)
-        for node in _nodes(tree):
+    def checktree_of(self, tree, analysed: bool) -> None:
+        known = self.tables | cte_names(tree)
+        for node in nodes(tree):
             self._check_node(node, known, analysed)
 
     def _check_node(self, node: dict, known: set[str], analysed: bool) -> None:
@@ -149,14 +105,14 @@ class Guard:
 
     def _check_unresolved(self, node: dict, simple: str, known: set[str]) -> None:
         if simple == "UnresolvedFunction":
-            parts = [p.lower().strip("`") for p in _function_name(node)]
+            parts = [p.lower().strip("`") for p in function_name(node)]
             if parts and parts[-1] in REFLECTION:
                 raise SqlRefused(f"reflection ({'.'.join(parts)}) is not allowed")
             if len(parts) > 1 and set(parts[:-1]) not in BUILTIN_QUALIFIERS:
                 raise SqlRefused(f"function '{'.'.join(parts)}': only built-in functions are allowed")
             return
         if simple == "UnresolvedRelation":
-            parts = _name_parts(node.get("multipartIdentifier", node.get("tableIdentifier")))
+            parts = name_parts(node.get("multipartIdentifier", node.get("tableIdentifier")))
             if not self.allow_relations:
                 raise SqlRefused(f"reads '{'.'.join(parts)}' inside an expression; put queries in join.sql")
             if len(parts) != 1 or parts[0].lower() not in known:
@@ -164,7 +120,7 @@ class Guard:
                                  f"({', '.join(sorted(self.tables))})")
             return
         if simple == "UnresolvedTableValuedFunction":
-            parts = [p.lower() for p in _function_name(node)]
+            parts = [p.lower() for p in function_name(node)]
             if len(parts) != 1 or parts[0] not in TABLE_FUNCTIONS:
                 raise SqlRefused(f"table function '{'.'.join(parts)}' is not allowed "
                                  f"(allowed: {', '.join(sorted(TABLE_FUNCTIONS))})")
@@ -189,88 +145,24 @@ def _area(cls: str) -> str:
 
 # --------------------------------------------------------------------------- Spark side
 
-def _tree(plan_or_expression) -> list:
-    return json.loads(plan_or_expression.toJSON())
-
-
-def parsed_query(spark, text: str):
-    return spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
-
-
-def parsed_expression(spark, text: str):
-    return spark._jsparkSession.sessionState().sqlParser().parseExpression(text)
-
-
 def check_query_text(spark, text: str, tables: set[str]) -> None:
     """Parse-level check of a query (before Spark analyses, let alone runs, it)."""
     plan = parsed_query(spark, text)
-    tree = _tree(plan)
-    ctes, hidden = ([], []) if _containers_serialised(tree) else _hidden_parts(plan)
+    tree = tree_of(plan)
+    ctes, hidden = ([], []) if containers_serialised(tree) else hidden_parts(plan)
     guard = Guard(tables | {name.lower() for name in ctes}, allow_relations=True)
-    guard.check_tree(tree, analysed=False)
+    guard.checktree_of(tree, analysed=False)
     for part in hidden:
-        guard.check_tree(_tree(part), analysed=False)
-
-
-# Fields that hold plans or expressions in a shape older toJSON writes as null (3.0/3.1:
-# a `With` node's Seq of (name, plan) tuples; an inline table's Seq of Seq of expressions).
-_CONTAINERS = {"With": "cteRelations", "UnresolvedWith": "cteRelations", "UnresolvedInlineTable": "rows"}
-
-
-def _containers_serialised(tree) -> bool:
-    return all(isinstance(node.get(_CONTAINERS[simple]), list) for node in _nodes(tree)
-               for simple in [node["class"].rsplit(".", 1)[-1]] if simple in _CONTAINERS)
-
-
-def _hidden_parts(plan) -> tuple[list, list]:
-    """CTE names, and every CTE body and inline-table expression, read through Py4J:
-    plan nodes, their subquery plans and those containers, recursively (parsed plans are
-    small)."""
-    names, parts, stack = [], [], [plan]
-    while stack:
-        node = stack.pop()
-        simple = node.getClass().getSimpleName()
-        if simple in ("With", "UnresolvedWith"):
-            relations = node.cteRelations()
-            for i in range(relations.size()):
-                relation = relations.apply(i)
-                names.append(str(relation._1()))
-                parts.append(relation._2())
-                stack.append(relation._2())
-        elif simple == "UnresolvedInlineTable":
-            rows = node.rows()
-            for i in range(rows.size()):
-                row = rows.apply(i)
-                parts.extend(row.apply(j) for j in range(row.size()))
-        for seq in (node.children(), node.subqueries()):
-            stack.extend(seq.apply(i) for i in range(seq.size()))
-    return names, parts
-
-
-def relation_names(spark, text: str) -> list[str]:
-    """The tables a query reads by name (lower case; its own CTEs excluded), from Spark's
-    parse of it, subqueries and CTE bodies included."""
-    plan = parsed_query(spark, text)
-    tree = _tree(plan)
-    ctes, hidden = ([], []) if _containers_serialised(tree) else _hidden_parts(plan)
-    own = _cte_names(tree) | {name.lower() for name in ctes}
-    names = []
-    for part in [tree] + [_tree(p) for p in hidden]:
-        for node in _nodes(part):
-            if node["class"].rsplit(".", 1)[-1] == "UnresolvedRelation":
-                parts = _name_parts(node.get("multipartIdentifier", node.get("tableIdentifier")))
-                if len(parts) == 1 and parts[0].lower() not in own:
-                    names.append(parts[0].lower())
-    return list(dict.fromkeys(names))
+        guard.checktree_of(tree_of(part), analysed=False)
 
 
 def check_expression_text(spark, text: str) -> None:
-    Guard(set(), allow_relations=False).check_tree(_tree(parsed_expression(spark, text)), analysed=False)
+    Guard(set(), allow_relations=False).checktree_of(tree_of(parsed_expression(spark, text)), analysed=False)
 
 
 def check_analysed(frame, tables: set[str], allow_relations: bool = True) -> None:
     """The analysed plan of a DataFrame built from the scenario's SQL."""
-    Guard(tables, allow_relations).check_tree(_tree(frame._jdf.queryExecution().analyzed()), analysed=True)
+    Guard(tables, allow_relations).checktree_of(tree_of(frame._jdf.queryExecution().analyzed()), analysed=True)
 
 
 def describe(exc: BaseException) -> str:
