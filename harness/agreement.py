@@ -55,10 +55,13 @@ def _real_pairs(session: Session, case: Case) -> int:
                json.dumps(absolute, sort_keys=True, default=str))
         if key not in _COUNTED_ROWS:
             with session.case_scope(case.scenario.timeout) as scope:
-                for conf_key, value in absolute.items():
-                    scope.set_conf(conf_key, value)
-                frame = build_inputs(session, scope, case, absolute, names=[name])[name]
-                _COUNTED_ROWS[key] = frame.count()
+                try:
+                    for conf_key, value in absolute.items():
+                        scope.set_conf(conf_key, value)
+                    frame = build_inputs(session, scope, case, absolute, names=[name])[name]
+                    _COUNTED_ROWS[key] = frame.count()
+                except Exception:  # cannot be built or counted: every forced run will say why
+                    return NESTED_LOOP_PAIR_BUDGET + 1
         sizes.append(_COUNTED_ROWS[key])
     return reduce(lambda a, b: a * max(b, 1), sizes, 1)
 

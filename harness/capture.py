@@ -140,14 +140,17 @@ def _fields(struct_type) -> list:
     return [fields[i] for i in range(len(fields))]
 
 
-STATS_TYPE = re.compile(r"[a-z][a-z0-9_]*(\([0-9, ]{1,10}\))?(<[a-z0-9_<>,:() ]{1,480}>)?")
+def _stats_type_pattern():
+    """The contract's pattern for a statistics-only column type (schemas/scenario.schema.json)."""
+    from .scenario import scenario_validator
+    return re.compile(scenario_validator().schema["$defs"]["spark_type"]["pattern"])
 
 
 def _type(database: str, table: str, field_) -> str:
     text = field_.dataType().simpleString()
     if text in SCALAR_TYPES:
         return SCALAR_TYPES[text]
-    if STATS_TYPE.fullmatch(text):
+    if _stats_type_pattern().match(text):
         return text
     raise CaptureError(f"{database}.{table}.{field_.name()} has type {text}, which a scenario cannot declare "
                        "(nested field names must be lower-case identifiers)")
@@ -189,6 +192,19 @@ def _bound(text: str, type_name: str):
 
 
 # --------------------------------------------------------------------------- names
+
+def _refuse_commands(spark, text: str, where: str) -> None:
+    """spark.sql runs a command (DROP, INSERT, SET ...) at once: only a query is captured,
+    decided from Spark's parse of it before anything is analysed."""
+    from .sqlguard import ANALYSIS, EXPRESSIONS, LOGICAL, QUERY_OPERATORS
+    for node in nodes(tree_of(parsed_query(spark, text))):
+        cls = str(node["class"])
+        query_part = (cls.startswith(LOGICAL) and cls.rsplit(".", 1)[-1] in QUERY_OPERATORS) \
+            or cls.startswith(ANALYSIS) or cls.startswith(EXPRESSIONS)
+        if not query_part:  # a command (execution.command.*), a statement, a non-query operator
+            raise CaptureError(f"{where}: {cls.rsplit('.', 1)[-1]} is not a query; capture takes queries only "
+                               "(nothing was run)")
+
 
 def _scenario_names(tables: list[CapturedTable]) -> None:
     """A table's own name, or database_table where two databases share one."""
@@ -248,7 +264,10 @@ def capture(spark, query, out, *, scenario_id: str | None = None, analyze: bool 
     if not isinstance(query, str):
         raise CaptureError(f"{where}: capture takes the query's SQL text (a DataFrame has none to replay)")
     try:
-        frame = spark.sql(query)
+        _refuse_commands(spark, query, where)
+        frame = spark.sql(query)  # a query: analysed, never run
+    except CaptureError:
+        raise
     except Exception as exc:
         raise CaptureError(f"{where}: {describe(exc)}") from None
     analysed = frame._jdf.queryExecution().analyzed()

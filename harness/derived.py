@@ -31,7 +31,21 @@ def inputs_of(spark, scenario: Scenario, name: str) -> list[str]:
     if "sql" not in table:
         return derived_inputs(table)
     by_lower = {declared.lower(): declared for declared in scenario.data["tables"]}
-    return [by_lower[used] for used in relation_names(spark, table["sql"]) if used in by_lower]
+    return [by_lower[used] for used in _relations(id(spark), spark, table["sql"]) if used in by_lower]
+
+
+_PARSED: dict = {}
+
+
+def _relations(spark_id: int, spark, text: str) -> list[str]:
+    """relation_names, once per session and text: every run of a case (and each forced
+    strategy) asks again."""
+    key = (spark_id, text)
+    if key not in _PARSED:
+        if len(_PARSED) > 1024:
+            _PARSED.clear()
+        _PARSED[key] = relation_names(spark, text)
+    return _PARSED[key]
 
 
 def needed_tables(spark, scenario: Scenario, names: list[str]) -> list[str]:

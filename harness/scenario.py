@@ -215,11 +215,11 @@ TABLE_KINDS = {
 
 
 def _table_kind(table: dict) -> str | None:
-    if "stats" in table:
+    if is_stats_only(table):
         return "statistics-only"
-    if "values" in table:
+    if is_literal(table):
         return "literal"
-    if any(key in table for key in DERIVED_SOURCES):
+    if is_derived(table):
         return "derived"
     if "rows" in table or "columns" in table:
         return "generated"

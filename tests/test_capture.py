@@ -141,6 +141,19 @@ def test_bad_queries_are_one_line_errors_and_nothing_is_written(warehouse, tmp_p
     assert not (tmp_path / "bad.yaml").exists()
 
 
+@pytest.mark.parametrize("statement", ["DROP TABLE prod.store", "INSERT INTO prod.store VALUES (99, 'x')",
+                                       "SET spark.sql.shuffle.partitions=3", "CACHE TABLE prod.store"])
+def test_a_command_is_refused_before_spark_runs_it(warehouse, tmp_path, statement):
+    rows_before = warehouse.table("prod.store").count()
+    with pytest.raises(CaptureError) as info:
+        capture(warehouse, statement, tmp_path / "c.yaml", source="c.sql")
+    assert "is not a query" in str(info.value) and "\n" not in str(info.value)
+    assert warehouse._jsparkSession.catalog().tableExists("prod", "store")
+    assert warehouse.table("prod.store").count() == rows_before
+    assert warehouse.conf.get("spark.sql.shuffle.partitions") != "3"
+    assert not warehouse.catalog.isCached("prod.store")
+
+
 def test_a_temp_view_made_from_a_dataframe_is_named(warehouse, tmp_path):
     warehouse.table("prod.item").where("price < 10").createOrReplaceTempView("cheap_items")
     try:

@@ -167,3 +167,12 @@ def test_statistics_min_above_max_is_a_load_error(write_scenario):
              "{t: {min: '2021-01-01T02:00:00+02:00', max: '2021-01-01 00:30:00'}, k: {min: 9, max: 3}}}}"
     message = error_of(write_scenario, scenario_text(tables))
     assert "tables.d.stats.columns.k.min: min 9 is above max 3" in message
+
+
+def test_a_derived_input_spark_rejects_is_a_verdict_not_a_crash(session, write_scenario):
+    # the nested-loop budget cannot count it; every forced run reports Spark's refusal
+    tables = "  d: {sql: \"SELECT k, no_such_column FROM b\"}"
+    text = scenario_text(tables).replace("on: [k]}", "condition: \"l.k < r.k\"}")
+    record = run_agreement(only_case(write_scenario, text), session)
+    assert record.status == "skipped", record.message
+    assert "no_such_column" in record.message
