@@ -93,13 +93,14 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
     tables = derived.build_inputs(session, scope, case, absolute)
     for key, value in (forced or {}).items():
         scope.set_conf(key, value)
-    conf = {**conf, **(forced or {})}
+    sized_by_estimate = len(absolute) != len(conf)
+    conf = {**conf, **(forced or {})}  # what the observation records
     if stream:
-        if len(absolute) != len(conf):
+        if sized_by_estimate:
             raise ScenarioRuntimeError("a streaming scenario cannot size configs by estimates")
         return _observe_stream(session, scope, case, tables, collect_rows, timings, start), {}
     query = build_query(session.spark, scope, join, tables)
-    if len(absolute) != len(conf):
+    if sized_by_estimate:
         estimates = plans.join_estimates(query, logical=False)  # sizes only: the final frame's are recorded
         for key, value in resolve_conf(conf, estimates).items():
             if key not in absolute:
