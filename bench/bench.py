@@ -110,7 +110,7 @@ def main() -> None:
 
 def bench_capture(spark, out: Path, tables: int = 20, queries: int = 100) -> None:
     """`capture` of 100 queries joining 3-5 of 20 ANALYZEd catalog tables."""
-    from harness.capture import capture
+    from harness import capture
     spark.sql("CREATE DATABASE IF NOT EXISTS bench_wh")
     for i in range(tables):
         spark.range(1000 * (i + 1)).selectExpr("id AS k", f"id % {i + 7} AS g{i}", "id * 2 AS v") \
@@ -123,10 +123,10 @@ def bench_capture(spark, out: Path, tables: int = 20, queries: int = 100) -> Non
         chosen = list(dict.fromkeys(chosen))
         joins = " ".join(f"JOIN bench_wh.t{t} a{n} ON a0.k = a{n}.k" for n, t in enumerate(chosen[1:], start=1))
         texts.append(f"SELECT a0.v, count(*) AS n FROM bench_wh.t{chosen[0]} a0 {joins} WHERE a0.v > {q} GROUP BY a0.v")
-    capture(spark, texts[0], out / "warm.yaml")
+    capture(texts[0], out / "warm.yaml", spark=spark)
     started = time.perf_counter()
     for q, text in enumerate(texts):
-        capture(spark, text, out / f"q{q}.yaml")
+        capture(text, out / f"q{q}.yaml", spark=spark)
     elapsed = time.perf_counter() - started
     print(f"capture: {queries} queries over {tables} ANALYZEd tables in {elapsed:.1f} s "
           f"= {queries / elapsed:.1f} queries/s")

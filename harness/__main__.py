@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _capture(args, parser) -> int:
-    from . import capture as capture_tool
+    from . import capturing as capture_tool
     from .session import read_conf_file
     conf = {}
     try:

@@ -6,14 +6,17 @@ SparkListenerSQLExecutionStart) and, under AQE, of its final plan (the last
 SparkListenerSQLAdaptiveExecutionUpdate), pre-order like harness.plans, with the
 execution's description and the configs it modified. The Spark version comes from the
 log's SparkListenerLogStart. Event logs of 3.x and 4.x are read: plain, zstd (4.x's
-default) or gzip, single files or rolling logs (a folder of events_N files); lz4, lzf
-and snappy streams use framing only Spark's Java libraries read, and are refused by name.
+default), lz4 (3.0/3.1's default when compression was on) and snappy in the framing of
+Spark's Java codecs (lz4-java's block stream, snappy-java's stream), or gzip; single files
+or rolling logs (a folder of events_N files). lzf is refused by name.
 """
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
+import struct
 from pathlib import Path
 
 from .util import atomic_write_text
@@ -42,25 +45,106 @@ def log_files(path: Path) -> list[Path]:
 
 
 def _lines(path: Path):
-    """The log's lines: plain, zstd (Spark 4's default codec for event logs) or gzip.
-    Spark's lz4, lzf and snappy streams use their Java libraries' own framing."""
-    if path.suffix in (".lz4", ".snappy", ".lzf"):
-        raise BaselineError(f"{path}: compressed with Spark's {path.suffix[1:]} codec, which only Spark reads; "
+    """The log's lines, by the codec its name ends with (as Spark names them)."""
+    if path.suffix == ".lzf":
+        raise BaselineError(f"{path}: compressed with Spark's lzf codec, which only Spark reads; "
                             "write the log with spark.eventLog.compression.codec=zstd or uncompressed")
     if path.suffix in (".zstd", ".zst"):
-        import io
-
         import zstandard
-        raw = open(path, "rb")
-        handle = io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True),
-                                  encoding="utf-8", errors="replace")
+        raw = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True)
+    elif path.suffix in (".lz4", ".snappy"):
+        raw = _ChunkReader(path, _lz4_blocks if path.suffix == ".lz4" else _snappy_blocks)
+    elif path.suffix == ".gz":
+        raw = gzip.open(path, "rb")
     else:
-        handle = (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8", errors="replace")
-    with handle:
+        raw = open(path, "rb")
+    with io.TextIOWrapper(io.BufferedReader(raw) if isinstance(raw, _ChunkReader) else raw,
+                          encoding="utf-8", errors="replace") as handle:
         try:
             yield from enumerate(handle, start=1)
-        except (OSError, EOFError) as exc:  # a cut-off compressed stream
+        except (OSError, EOFError, ValueError) as exc:  # a cut-off or corrupt compressed stream
             raise BaselineError(f"{path}: cannot read on: {exc}") from None
+
+
+class _ChunkReader(io.RawIOBase):
+    """A raw stream over the decompressed chunks a block decoder yields."""
+
+    def __init__(self, path: Path, blocks):
+        self._file = open(path, "rb")
+        self._chunks = blocks(self._file)
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._pending:
+            self._pending = next(self._chunks, None)
+            if self._pending is None:
+                self._pending = b""
+                return 0
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def _exactly(handle, size: int, what: str) -> bytes:
+    data = handle.read(size)
+    if len(data) != size:
+        raise EOFError(f"truncated {what} at byte {handle.tell()}")
+    return data
+
+
+LZ4_MAGIC = b"LZ4Block"
+
+
+def _lz4_blocks(handle):
+    """lz4-java's LZ4BlockOutputStream (Spark's lz4 codec): per block the magic, a token
+    (method in the high bits), compressed and original lengths and a checksum (little
+    endian), then the block; a block of length 0 ends a stream, and streams may follow."""
+    import cramjam
+    while True:
+        magic = handle.read(len(LZ4_MAGIC))
+        if not magic:
+            return
+        if magic != LZ4_MAGIC:
+            raise ValueError(f"not an lz4 block stream at byte {handle.tell() - len(magic)}")
+        token, compressed, original, _checksum = struct.unpack("<BiiI", _exactly(handle, 13, "lz4 header"))
+        data = _exactly(handle, compressed, "lz4 block")
+        if original == 0:
+            continue
+        if token & 0xF0 == 0x10:  # stored raw
+            yield data
+        else:
+            yield bytes(cramjam.lz4.decompress_block(data, output_len=original))
+
+
+SNAPPY_MAGIC = b"\x82SNAPPY\x00"
+
+
+def _snappy_blocks(handle):
+    """snappy-java's SnappyOutputStream (Spark's snappy codec): a 16-byte header (magic,
+    version, compatible version), then blocks of a big-endian length and raw snappy."""
+    import cramjam
+    header = handle.read(16)
+    if header[:8] != SNAPPY_MAGIC:
+        raise ValueError("not a snappy-java stream (no SNAPPY header)")
+    while True:
+        length = handle.read(4)
+        if not length:
+            return
+        if length == SNAPPY_MAGIC[:4]:  # another stream appended
+            _exactly(handle, 12, "snappy header")
+            continue
+        if len(length) < 4:
+            raise EOFError(f"truncated snappy block length at byte {handle.tell()}")
+        (size,) = struct.unpack(">i", length)
+        yield bytes(cramjam.snappy.decompress_raw(_exactly(handle, size, "snappy block")))
 
 
 SCAN = re.compile(r"^Scan \S+ (?:\S+\.)?([^.\s]+)$")

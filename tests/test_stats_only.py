@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from harness import runner
-from harness.capture import catalog_table
+from harness.capturing import catalog_table
 from harness.scenario import expand, load_scenario
 
 ANALYZED = """\

@@ -9,7 +9,8 @@ expectations, scoped to the Spark version that planned them. Replayed on any ver
 the scenario plans what that version plans for those tables at those sizes.
 
     python -m harness capture q17.sql [more.sql | folder] --out scenarios/ours/
-    from harness.capture import capture; capture(spark, "SELECT ...", "scenarios/ours/q17.yaml")
+    from harness import capture; capture(df, "scenarios/ours/q17.yaml")     # a DataFrame
+    capture("SELECT ...", "scenarios/ours/q17.yaml", spark=spark)           # SQL text
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import yaml
 from . import confs, plans
 from .query import checksum_frame
 from .scenario import stats_bound_kind
+from .plansql import PlanSqlError, frame_sql
 from .sqlguard import describe
 from .sqltree import name_parts, nodes, parsed_query, relation_names, tree_of
 from .util import atomic_write_text, one_line
@@ -43,7 +45,8 @@ class CapturedTable:
     table: str
     schema: dict                 # column → scenario type
     stats: dict                  # the scenario's `stats:`
-    view_sql: str | None = None  # a permanent view: its text (rewritten later)
+    view_sql: str | None = None  # a view: its text (rewritten later)
+    view_plan: object = None     # a temporary view made from a DataFrame: its plan (written as SQL later)
     notes: list = field(default_factory=list)
     name: str = ""               # the scenario's name for it
 
@@ -61,11 +64,14 @@ def _children(node) -> list:
     return out
 
 
-def read_relations(spark, analysed) -> list[CapturedTable]:
+def read_relations(spark, analysed, where: str = "") -> list[CapturedTable]:
     """The catalog tables and permanent views under an analysed plan, views first-seen
     order kept so that a view comes after the tables it reads."""
     found: dict = {}
-    _visit(spark, analysed, found)
+    try:
+        _visit(spark, analysed, found)
+    except CaptureError as exc:
+        raise CaptureError(f"{where}: {exc}" if where else str(exc)) from None
     return list(found.values())
 
 
@@ -80,7 +86,7 @@ def _visit(spark, node, found: dict) -> None:
         meta = node.tableMeta() if kind == "HiveTableRelation" else node.catalogTable()
         if kind == "LogicalRelation":
             if meta.isEmpty():
-                raise CaptureError(f"the query reads files that are not a catalog table ({one_line(str(node))[:120]})")
+                raise CaptureError(f"it reads files that are not a catalog table ({one_line(str(node))[:120]})")
             meta = meta.get()
         table = _table(spark, meta, node)
         found.setdefault(table.key, table)
@@ -89,13 +95,18 @@ def _visit(spark, node, found: dict) -> None:
         meta = node.desc()
         for child in _children(node):
             _visit(spark, child, found)
-        if _is_temp_view(node) and meta.viewText().isEmpty():
-            return  # made from a DataFrame: the query's reference to it is reported by `rewrite`
+        if _is_temp_view(node) and meta.viewText().isEmpty():  # made from a DataFrame
+            database, table = _identifier(meta)
+            found.setdefault((database.lower(), table.lower()),
+                             CapturedTable(database, table, {}, {}, view_sql="", view_plan=node.child()))
+            return
         view = _view(meta)
         found.setdefault(view.key, view)
         return
-    if kind in ("LogicalRDD", "ExternalRDD", "DataSourceV2Relation", "StreamingRelation", "StreamingRelationV2"):
-        raise CaptureError(f"the query reads a {kind}, not a catalog table: capture reads tables from the catalog")
+    if kind in ("LogicalRDD", "ExternalRDD", "LocalRelation", "Range", "DataSourceV2Relation", "StreamingRelation",
+                "StreamingRelationV2"):
+        raise CaptureError(f"it reads a {kind}, not a catalog table: capture reads tables from the catalog "
+                           "(data made in Python, spark.range or a file read has no statistics to replay)")
     for child in _children(node):
         _visit(spark, child, found)
 
@@ -256,13 +267,29 @@ def _written_names(spark, text: str) -> list[list[str]]:
 
 # --------------------------------------------------------------------------- capture
 
-def capture(spark, query, out, *, scenario_id: str | None = None, analyze: bool = False,
+def capture(query, out, *, spark=None, scenario_id: str | None = None, analyze: bool = False,
             source: str = "", baseline: dict | None = None) -> Path:
-    """Write the scenario of one query (SQL text) to `out` (a file, or a folder: then
-    `<scenario_id>.yaml`); returns the path written."""
-    where = source or "query"
+    """Write the scenario of one query, SQL text or a DataFrame, to `out` (a file, or a
+    folder: then `<scenario_id>.yaml`); returns the path written. SQL text runs in
+    `spark` (the active session when not given)."""
     if not isinstance(query, str):
-        raise CaptureError(f"{where}: capture takes the query's SQL text (a DataFrame has none to replay)")
+        if not hasattr(query, "_jdf"):
+            raise CaptureError(f"{source or 'query'}: capture takes SQL text or a DataFrame, "
+                               f"not {type(query).__name__}")
+        return _capture_frame(query, out, scenario_id, analyze, source or "a DataFrame", baseline)
+    return _capture_sql(spark or _active_session(), query, out, scenario_id, analyze, source, baseline)
+
+
+def _active_session():
+    from pyspark.sql import SparkSession
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        raise CaptureError("capture of SQL text needs a Spark session: pass spark=, or start one first")
+    return spark
+
+
+def _capture_sql(spark, query: str, out, scenario_id, analyze, source, baseline) -> Path:
+    where = source or "query"
     try:
         _refuse_commands(spark, query, where)
         frame = spark.sql(query)  # a query: analysed, never run
@@ -270,34 +297,108 @@ def capture(spark, query, out, *, scenario_id: str | None = None, analyze: bool 
         raise
     except Exception as exc:
         raise CaptureError(f"{where}: {describe(exc)}") from None
-    analysed = frame._jdf.queryExecution().analyzed()
-    tables = read_relations(spark, analysed)
+    tables = read_relations(spark, frame._jdf.queryExecution().analyzed(), where)
     notes = []
     if analyze:
-        for table in [t for t in tables if t.view_sql is None]:
-            spark.sql(f"ANALYZE TABLE `{table.database}`.`{table.table}` COMPUTE STATISTICS FOR ALL COLUMNS")
-        notes.append("ran ANALYZE TABLE ... COMPUTE STATISTICS FOR ALL COLUMNS on every table first")
+        notes.append(_analyze(spark, tables))
         frame = spark.sql(query)
-        tables = read_relations(spark, frame._jdf.queryExecution().analyzed())
+        tables = read_relations(spark, frame._jdf.queryExecution().analyzed(), where)
     if not tables:
         raise CaptureError(f"{where}: the query reads no catalog table")
     _scenario_names(tables)
+    scenario_name, _ = _namers(tables)
     for table in tables:
-        if table.view_sql is not None:
+        if table.view_plan is not None:
+            table.view_sql = _frame_sql(spark, table.view_plan, scenario_name, f"{where}: view {table.table}")
+        elif table.view_sql is not None:
             table.view_sql = rewrite(spark, table.view_sql, tables, f"{where}: view {table.database}.{table.table}")
     sql = rewrite(spark, query, tables, where)
-    version = spark.version
     scenario_id = scenario_id or _id_from(source) or "captured"
-    data = _scenario(spark, frame, tables, sql, version, scenario_id, where)
+    data = _scenario(spark, frame, tables, sql, scenario_id, where)
+    return _write(spark, data, out, scenario_id, where, notes, tables, baseline)
+
+
+def _capture_frame(frame, out, scenario_id, analyze, where, baseline) -> Path:
+    """A DataFrame has no SQL text: its analysed plan is written as SQL (harness.plansql),
+    views followed through to their tables, and checked by planning that SQL on the real
+    tables: it must give the DataFrame's own join nodes."""
+    spark = getattr(frame, "sparkSession", None) or frame.sql_ctx.sparkSession  # 3.0-3.2: sql_ctx
+    analysed = frame._jdf.queryExecution().analyzed()
+    tables = [t for t in read_relations(spark, analysed, where) if t.view_sql is None]
+    notes = []
+    if analyze:
+        notes.append(_analyze(spark, tables))
+        tables = [t for t in read_relations(spark, analysed, where) if t.view_sql is None]
+    if not tables:
+        raise CaptureError(f"{where}: the DataFrame reads no catalog table")
+    _scenario_names(tables)
+    scenario_name, catalog_name = _namers(tables)
+    sql = _frame_sql(spark, analysed, scenario_name, where) + "\n"
+    try:
+        as_sql = spark.sql(_frame_sql(spark, analysed, catalog_name, where))
+    except Exception as exc:
+        raise CaptureError(f"{where}: its plan written as SQL does not analyse ({describe(exc)})") from None
+    names = {t.table.lower(): t.name for t in tables}
+    planned, replayed = (_join_summary(f, names) for f in (frame, as_sql))
+    if planned != replayed:
+        raise CaptureError(f"{where}: written as SQL it plans {replayed or 'no join'}, not the DataFrame's "
+                           f"{planned or 'no join'}; capture its SQL text instead")
+    scenario_id = scenario_id or "captured"
+    data = _scenario(spark, frame, tables, sql, scenario_id, where)
+    return _write(spark, data, out, scenario_id, where, notes, tables, baseline)
+
+
+def _namers(tables: list) -> tuple:
+    """How a written plan names a catalog relation: by its scenario name (the file), or by
+    its catalog name (the check against the real tables)."""
+    by_key = {t.key: t for t in tables}
+
+    def scenario_name(node):
+        database, table = _identifier(_relation_meta(node))
+        name = by_key[database.lower(), table.lower()].name
+        return name, name
+
+    def catalog_name(node):
+        database, table = _identifier(_relation_meta(node))
+        return f"`{database}`.`{table}`", table
+
+    return scenario_name, catalog_name
+
+
+def _frame_sql(spark, plan, namer, where: str) -> str:
+    try:
+        return frame_sql(spark, plan, namer)
+    except PlanSqlError as exc:
+        raise CaptureError(f"{where}: {exc}") from None
+
+
+def _relation_meta(node):
+    if node.getClass().getSimpleName() == "HiveTableRelation":
+        return node.tableMeta()
+    return node.catalogTable().get()
+
+
+def _join_summary(frame, names: dict) -> list:
+    plan = plans.current_plan(checksum_frame(frame))
+    return [(j.strategy, j.build_side, j.tables) for j in plans.join_nodes(plan, names)]
+
+
+def _analyze(spark, tables: list) -> str:
+    for table in [t for t in tables if t.view_sql is None]:
+        spark.sql(f"ANALYZE TABLE `{table.database}`.`{table.table}` COMPUTE STATISTICS FOR ALL COLUMNS")
+    return "ran ANALYZE TABLE ... COMPUTE STATISTICS FOR ALL COLUMNS on every table first"
+
+
+def _write(spark, data: dict, out, scenario_id: str, where: str, notes: list, tables: list,
+           baseline: dict | None) -> Path:
     if baseline is not None:  # what production planned, on its own version
         data["expect"]["overrides"] = [baseline]
-    header = [f"Captured from {where} on Spark {version}, {dt.date.today().isoformat()}: statistics and plans "
-              "only, no data."] + notes + [n for t in tables for n in t.notes]
+    header = [f"Captured from {where} on Spark {spark.version}, {dt.date.today().isoformat()}: statistics and "
+              "plans only, no data."] + notes + [n for t in tables for n in t.notes]
     path = Path(out)
     if path.is_dir() or str(out).endswith("/"):
         path = path / f"{scenario_id}.yaml"
-    text = "".join(f"# {one_line(line)}\n" for line in header) + _dump(data)
-    atomic_write_text(path, text)
+    atomic_write_text(path, "".join(f"# {one_line(line)}\n" for line in header) + _dump(data))
     return path
 
 
@@ -307,7 +408,8 @@ def _id_from(source: str) -> str:
     return stem if re.match(r"[A-Za-z]", stem or "") else (f"q_{stem}" if stem else "")
 
 
-def _scenario(spark, frame, tables, sql, version, scenario_id, where) -> dict:
+def _scenario(spark, frame, tables, sql, scenario_id, where) -> dict:
+    version = spark.version
     ordered = [t for t in tables if t.view_sql is None] + [t for t in tables if t.view_sql is not None]
     specs = {}
     for table in ordered:
@@ -422,7 +524,7 @@ def main(paths: list[str], out: str, sql: str | None, analyze: bool, master: str
             raise CaptureError("--baseline names one SQL execution: capture its query alone")
         for source, text in sources:
             try:
-                written = capture(spark, text.strip().rstrip(";").strip() + "\n", out, analyze=analyze,
+                written = capture(text.strip().rstrip(";").strip() + "\n", out, spark=spark, analyze=analyze,
                                   source="" if source == "--sql" else source, baseline=override)
                 print(f"captured {source} -> {written}")
             except CaptureError as exc:
