@@ -46,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     capture.add_argument("--baseline", default=None, metavar="BASELINE.json:EXECUTION",
                          help="add what production planned (from `baseline`) for that SQL execution id, "
                               "as the expectation on production's version")
+    capture.add_argument("--synthetic", type=_scale, default=None, metavar="SCALE",
+                         help="add a synthetic twin with generated data at this scale (0 < SCALE <= 1), "
+                              "so that results and the cross-strategy check run locally")
     baseline = commands.add_parser("baseline", help="the join nodes of each SQL execution in a Spark event log")
     baseline.add_argument("path", help="an event log file, or a folder (rolling logs)")
     baseline.add_argument("--out", default=None, help="write the baseline JSON here (default: print it)")
@@ -107,7 +110,18 @@ def _capture(args, parser) -> int:
         if not sep or not execution.isdigit():
             parser.error(f"--baseline expects BASELINE.json:EXECUTION_ID, got: {args.baseline}")
         baseline = (path, int(execution))
-    return capture_tool.main(args.paths, args.out, args.sql, args.analyze, args.spark_master, conf, baseline)
+    return capture_tool.main(args.paths, args.out, args.sql, args.analyze, args.spark_master, conf, baseline,
+                             synthetic=args.synthetic)
+
+
+def _scale(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"a scale is a number in (0, 1], not {text}")
+    return value
 
 
 if __name__ == "__main__":

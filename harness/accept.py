@@ -288,7 +288,8 @@ def gather(report_dir: str, versions: list[str], keyword: str | None) -> dict[Pa
                     print(f"accept: skipped {path}: {exc}")
                     plans[path] = FilePlan(path=path, cases={})
                     continue
-                plans[path] = FilePlan(path=path, cases={c.case_id: c for c in cases})
+                # a synthetic twin's observations are not the file's expectations
+                plans[path] = FilePlan(path=path, cases={c.case_id: c for c in cases if c.scenario.twin_of is None})
             plan = plans[path]
             if record["case_id"] not in plan.cases:
                 continue  # the file changed since that run

@@ -182,9 +182,9 @@ def agreement_id(case: Case) -> str:
 def agreement_representatives(cases: list[Case]) -> list[Case]:
     """One case per distinct answer-defining variant (join type) of a scenario. A variant
     Spark rejects on the running version is skipped when the check runs."""
-    chosen: dict[str, Case] = {}
-    for case in cases:
-        chosen.setdefault(agreement_label(case), case)
+    chosen: dict[tuple, Case] = {}
+    for case in cases:  # a synthetic twin is a scenario of its own
+        chosen.setdefault((case.scenario.id, agreement_label(case)), case)
     return list(chosen.values())
 
 

@@ -268,16 +268,18 @@ def _written_names(spark, text: str) -> list[list[str]]:
 # --------------------------------------------------------------------------- capture
 
 def capture(query, out, *, spark=None, scenario_id: str | None = None, analyze: bool = False,
-            source: str = "", baseline: dict | None = None) -> Path:
+            source: str = "", baseline: dict | None = None, synthetic: float | None = None) -> Path:
     """Write the scenario of one query, SQL text or a DataFrame, to `out` (a file, or a
     folder: then `<scenario_id>.yaml`); returns the path written. SQL text runs in
-    `spark` (the active session when not given)."""
+    `spark` (the active session when not given); `synthetic` adds a twin with generated
+    data at that scale."""
+
     if not isinstance(query, str):
         if not hasattr(query, "_jdf"):
             raise CaptureError(f"{source or 'query'}: capture takes SQL text or a DataFrame, "
                                f"not {type(query).__name__}")
-        return _capture_frame(query, out, scenario_id, analyze, source or "a DataFrame", baseline)
-    return _capture_sql(spark or _active_session(), query, out, scenario_id, analyze, source, baseline)
+        return _capture_frame(query, out, scenario_id, analyze, source or "a DataFrame", (baseline, synthetic))
+    return _capture_sql(spark or _active_session(), query, out, scenario_id, analyze, source, (baseline, synthetic))
 
 
 def _active_session():
@@ -288,7 +290,7 @@ def _active_session():
     return spark
 
 
-def _capture_sql(spark, query: str, out, scenario_id, analyze, source, baseline) -> Path:
+def _capture_sql(spark, query: str, out, scenario_id, analyze, source, additions: tuple) -> Path:
     where = source or "query"
     try:
         _refuse_commands(spark, query, where)
@@ -315,10 +317,10 @@ def _capture_sql(spark, query: str, out, scenario_id, analyze, source, baseline)
     sql = rewrite(spark, query, tables, where)
     scenario_id = scenario_id or _id_from(source) or "captured"
     data = _scenario(spark, frame, tables, sql, scenario_id, where)
-    return _write(spark, data, out, scenario_id, where, notes, tables, baseline)
+    return _write(spark, data, out, scenario_id, where, notes, tables, *additions)
 
 
-def _capture_frame(frame, out, scenario_id, analyze, where, baseline) -> Path:
+def _capture_frame(frame, out, scenario_id, analyze, where, additions: tuple) -> Path:
     """A DataFrame has no SQL text: its analysed plan is written as SQL (harness.plansql),
     views followed through to their tables, and checked by planning that SQL on the real
     tables: it must give the DataFrame's own join nodes."""
@@ -345,7 +347,7 @@ def _capture_frame(frame, out, scenario_id, analyze, where, baseline) -> Path:
                            f"{planned or 'no join'}; capture its SQL text instead")
     scenario_id = scenario_id or "captured"
     data = _scenario(spark, frame, tables, sql, scenario_id, where)
-    return _write(spark, data, out, scenario_id, where, notes, tables, baseline)
+    return _write(spark, data, out, scenario_id, where, notes, tables, *additions)
 
 
 def _namers(tables: list) -> tuple:
@@ -390,9 +392,13 @@ def _analyze(spark, tables: list) -> str:
 
 
 def _write(spark, data: dict, out, scenario_id: str, where: str, notes: list, tables: list,
-           baseline: dict | None) -> Path:
+           baseline: dict | None, synthetic: float | None) -> Path:
     if baseline is not None:  # what production planned, on its own version
         data["expect"]["overrides"] = [baseline]
+    if synthetic is not None:  # before expect, as a person writes it
+        expect = data.pop("expect")
+        data["synthetic"] = {"scale": synthetic}
+        data["expect"] = expect
     header = [f"Captured from {where} on Spark {spark.version}, {dt.date.today().isoformat()}: statistics and "
               "plans only, no data."] + notes + [n for t in tables for n in t.notes]
     path = Path(out)
@@ -501,7 +507,7 @@ def query_files(paths: list[str]) -> list[Path]:
 
 
 def main(paths: list[str], out: str, sql: str | None, analyze: bool, master: str | None,
-         spark_conf: dict, baseline: tuple | None = None) -> int:
+         spark_conf: dict, baseline: tuple | None = None, synthetic: float | None = None) -> int:
     from pyspark.sql import SparkSession
 
     from .baseline import BaselineError, expectation
@@ -525,7 +531,8 @@ def main(paths: list[str], out: str, sql: str | None, analyze: bool, master: str
         for source, text in sources:
             try:
                 written = capture(text.strip().rstrip(";").strip() + "\n", out, spark=spark, analyze=analyze,
-                                  source="" if source == "--sql" else source, baseline=override)
+                                  source="" if source == "--sql" else source, baseline=override,
+                                  synthetic=synthetic)
                 print(f"captured {source} -> {written}")
             except CaptureError as exc:
                 failures += 1

@@ -115,13 +115,16 @@ def _zipf_rank(column_seed: int, n: int, s: float) -> str:
 def _key_expr(spec: dict, column_seed: int) -> str:
     n = spec["cardinality"]
     if "zipf" in spec:
-        return _zipf_rank(column_seed, n, float(spec["zipf"]))
-    uniform_key = _below(column_seed, 1, n)
-    if "hot_fraction" in spec:
+        rank = _zipf_rank(column_seed, n, float(spec["zipf"]))
+    elif "hot_fraction" in spec:
         hot = min(spec.get("hot_keys", 1), n)
-        return (f"CASE WHEN {_unit(column_seed, 2)} < {float(spec['hot_fraction'])!r} "
-                f"THEN {_below(column_seed, 4, hot)} ELSE {uniform_key} END")
-    return uniform_key
+        rank = (f"CASE WHEN {_unit(column_seed, 2)} < {float(spec['hot_fraction'])!r} "
+                f"THEN {_below(column_seed, 4, hot)} ELSE {_below(column_seed, 1, n)} END")
+    else:
+        rank = _below(column_seed, 1, n)
+    if spec.get("step", 1) != 1:
+        rank = f"{rank} * {int(spec['step'])}"
+    return f"({int(spec['start'])} + {rank})" if spec.get("start") else rank
 
 
 def _parse_instant(text: str, type_name: str) -> int:

@@ -170,7 +170,9 @@ class ScenarioFile(pytest.File):
         cases = expand(scenario)
         from .session import get_session
         from .sqlguard import check_scenario
-        check_scenario(get_session(options_of(self.config)).spark, scenario)
+        spark = get_session(options_of(self.config)).spark
+        for checked in {id(c.scenario): c.scenario for c in cases}.values():  # a synthetic twin too
+            check_scenario(spark, checked)
         return scenario, cases
 
     def repr_failure(self, excinfo):

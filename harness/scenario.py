@@ -666,6 +666,12 @@ def _check_plan_only(at: _Where, data: dict) -> None:
                 raise at.error(("tables", name, "steps", i), f"{why}; caching runs a job")
 
 
+def _check_synthetic(at: _Where, data: dict) -> None:
+    if "synthetic" in data and not any(is_stats_only(t) for t in data["tables"].values()):
+        raise at.error(("synthetic",), "a synthetic twin replaces statistics-only tables by generated data; "
+                                       "this scenario has none")
+
+
 def _check_version_specifiers(at: _Where, data: dict) -> None:
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     specs = [(("expect", "spark"), data["expect"].get("spark")), (("bug", "affected"), (data.get("bug") or {}).get("affected"))]
@@ -727,7 +733,7 @@ def _check_patterns(at: _Where, data: dict) -> None:
 
 # What a schema cannot say, one rule each, in the order a person fixes a file.
 SEMANTIC_CHECKS = (_check_join_tables, _check_derived, _check_literal_rows, _check_stats, _check_columns,
-                   _check_join_columns, _check_stream_shape, _check_plan_only, _check_all_hints, _check_confs,
+                   _check_join_columns, _check_stream_shape, _check_plan_only, _check_synthetic, _check_all_hints, _check_confs,
                    _check_version_specifiers, _check_patterns)
 
 
@@ -769,6 +775,7 @@ class Scenario:
     lines: dict
     # (id of the Spark session, refusal or None): harness.sqlguard's verdict, made once
     sql_verdict: tuple | None = field(default=None, compare=False, repr=False)
+    twin_of: str | None = None  # the synthetic twin of that scenario id (harness.synthetic)
 
     @property
     def id(self) -> str:
@@ -884,7 +891,9 @@ def expand(scenario: Scenario) -> list[Case]:
         seen.add(label)
         cases.append(Case(scenario=scenario, label=label, params=params, join=join, spark_conf=conf,
                           expect=data["expect"], overrides=data["expect"].get("overrides", [])))
-    return cases
+    from .synthetic import twin  # imports this module
+    synthetic = twin(scenario)
+    return cases + (expand(synthetic) if synthetic is not None else [])
 
 
 def stable_seed(*parts) -> int:

@@ -108,6 +108,19 @@ def test_scaled_statistics_replay_what_spark_plans_for_real_tables_of_that_size(
         estimates[0]["right"]["size_in_bytes"] > 1000 * 1000 * 1000  # the scale reached the planner
 
 
+def test_a_captured_query_runs_locally_on_its_synthetic_twin(session, warehouse, tmp_path):
+    from harness.agreement import run_agreement
+    path = capture(QUERY, tmp_path / "q.yaml", source="q.sql", synthetic=0.01)
+    data = yaml.safe_load(path.read_text())
+    assert data["synthetic"] == {"scale": 0.01} and list(data)[-1] == "expect"
+    plan_only, twin = expand(load_scenario(path))
+    assert twin.case_id == "q.synthetic" and twin.scenario.twin_of == "q"
+    record = runner.run_case(twin, session)
+    assert record.status == "observed" and record.observed.rows > 0, record.message  # 4 tables' keys met
+    agreement = run_agreement(twin, session)
+    assert agreement.status == "passed", agreement.message
+
+
 def scaled(stats: dict, factor: int) -> dict:
     out = copy.deepcopy(stats)
     out["size_bytes"] *= factor
