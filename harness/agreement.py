@@ -15,7 +15,7 @@ from .scenario import Case, table_rows
 from .session import Session
 from .records import AgreementRecord, AgreementRun
 from .spark_errors import describe_error
-from .vocab import NESTED_LOOP_OPERATORS, NO_JOIN
+from .vocab import NESTED_LOOP_OPERATORS, NO_JOIN, spark_version
 
 # Nested-loop strategies compare every pair: the cross-strategy check only forces them
 # when the tables are small enough for that to stay cheap.
@@ -73,16 +73,20 @@ def nested_loops_affordable(session: Session, case: Case) -> bool:
     return _real_pairs(session, case) <= NESTED_LOOP_PAIR_BUDGET
 
 
-def forced_variants(case: Case, nested_loops: bool = True) -> list[tuple[str, dict, dict]]:
-    """(label, join spec, extra conf) for each strategy to force on this case's query."""
+def forced_variants(case: Case, nested_loops: bool = True, hints_off: bool = False) -> list[tuple[str, dict, dict]]:
+    """(label, join spec, extra conf) for each strategy to force on this case's query.
+    `hints_off` (Spark 3.1+): a query's own hints are ignored in the configuration-forced
+    runs of SQL text, which a hint would otherwise pin to one strategy."""
     # Few shuffle partitions: the forced strategies do not depend on them, and 200 tiny
     # tasks per shuffle would make this check cost more than all cases together.
     # AQE off so that each forced strategy is the one that runs (no runtime re-planning).
     no_auto = {"spark.sql.autoBroadcastJoinThreshold": -1, "spark.sql.shuffle.partitions": 8,
                "spark.sql.adaptive.enabled": False}
     if "sql" in case.join:
-        return [("sort-merge-preferred", case.join, {**no_auto, "spark.sql.join.preferSortMergeJoin": True}),
-                ("broadcast-all", case.join, {**no_auto, "spark.sql.autoBroadcastJoinThreshold": 1 << 30})]
+        no_hints = {"spark.sql.optimizer.disableHints": True} if hints_off else {}
+        return [(AS_WRITTEN, case.join, {}),
+                ("sort-merge-preferred", case.join, {**no_auto, **no_hints, "spark.sql.join.preferSortMergeJoin": True}),
+                ("broadcast-all", case.join, {**no_auto, **no_hints, "spark.sql.autoBroadcastJoinThreshold": 1 << 30})]
     hinted = [("BROADCAST@left", {"left": ["BROADCAST"]}),
               ("BROADCAST@right", {"right": ["BROADCAST"]}), ("SHUFFLE_HASH@left", {"left": ["SHUFFLE_HASH"]}),
               ("SHUFFLE_HASH@right", {"right": ["SHUFFLE_HASH"]}), ("MERGE", {"left": ["MERGE"]})]
@@ -104,7 +108,8 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
     affordable = nested_loops_affordable(session, case)
     deadline = started + case.scenario.timeout  # one budget for all the forced runs
     streamed = "stream" in case.scenario.data
-    for label, join, extra in forced_variants(case, nested_loops=affordable):
+    hints_off = spark_version(session.versions["spark"]) >= spark_version("3.1")
+    for label, join, extra in forced_variants(case, nested_loops=affordable, hints_off=hints_off):
         with session.case_scope(max(deadline - time.perf_counter(), 0.01)) as scope:
             try:
                 # A streaming scenario: the stream-stream join as written against every

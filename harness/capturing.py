@@ -315,7 +315,7 @@ def _capture_sql(spark, query: str, out, scenario_id, analyze, source, additions
         elif table.view_sql is not None:
             table.view_sql = rewrite(spark, table.view_sql, tables, f"{where}: view {table.database}.{table.table}")
     sql = rewrite(spark, query, tables, where)
-    scenario_id = scenario_id or _id_from(source) or "captured"
+    scenario_id = scenario_id or _id_from(source) or _id_from(_file_name(out)) or "captured"
     data = _scenario(spark, frame, tables, sql, scenario_id, where)
     return _write(spark, data, out, scenario_id, where, notes, tables, *additions)
 
@@ -345,7 +345,7 @@ def _capture_frame(frame, out, scenario_id, analyze, where, additions: tuple) ->
     if planned != replayed:
         raise CaptureError(f"{where}: written as SQL it plans {replayed or 'no join'}, not the DataFrame's "
                            f"{planned or 'no join'}; capture its SQL text instead")
-    scenario_id = scenario_id or "captured"
+    scenario_id = scenario_id or _id_from(_file_name(out)) or "captured"
     data = _scenario(spark, frame, tables, sql, scenario_id, where)
     return _write(spark, data, out, scenario_id, where, notes, tables, *additions)
 
@@ -406,6 +406,11 @@ def _write(spark, data: dict, out, scenario_id: str, where: str, notes: list, ta
         path = path / f"{scenario_id}.yaml"
     atomic_write_text(path, "".join(f"# {one_line(line)}\n" for line in header) + _dump(data))
     return path
+
+
+def _file_name(out) -> str:
+    """The scenario file's name when `out` names a file (not a folder)."""
+    return "" if Path(out).is_dir() or str(out).endswith("/") else str(out)
 
 
 def _id_from(source: str) -> str:

@@ -222,6 +222,7 @@ def test_a_dataframe_is_captured_and_replays_its_plan(session, warehouse, tmp_pa
     path = capture(frame, tmp_path / f"{name}.yaml")
     direct_joins, direct_estimates = frame_joins(warehouse, frame)
     data = yaml.safe_load(path.read_text())
+    assert data["id"] == name  # from the file's name
     assert "prod" not in data["join"]["sql"] and all(not t.get("sql") for t in data["tables"].values())
     record, joins, estimates = replayed_plan(session, path)
     assert record.status == "passed", record.message
