@@ -103,7 +103,7 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
     started = time.perf_counter()
     if case.scenario.plan_only:
         return _agreement_record(case, session, "skipped", f"{PLAN_ONLY}: no results to compare", [], [], started)
-    runs, rejected = [], []
+    runs, rejected, shared = [], [], 0
     base_conf = {k: v for k, v in case.spark_conf.items() if not isinstance(v, dict)}
     affordable = nested_loops_affordable(session, case)
     deadline = started + case.scenario.timeout  # one budget for all the forced runs
@@ -125,11 +125,14 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
                 if getattr(exc, "harness_phase", None) != "execution" or RESOURCE_LIMITS.search(err.message):
                     rejected.append(label)  # refused at analysis or planning, or too big: not a result
                 continue
+        shared += int(bool(observed.timings.get("shared_execution")))
         top = (observed.final or observed.initial).top or {"strategy": NO_JOIN, "build_side": "none"}
         if not affordable and top["strategy"] in NESTED_LOOP_OPERATORS and label != AS_WRITTEN:
             continue
         runs.append(AgreementRun(label, top["strategy"], top["build_side"], observed.rows, observed.checksum))
     status, message = _verdict(runs, rejected, affordable)
+    if shared:  # the same physical query under the same configs already ran in this worker
+        message += f" ({shared} answer{'s' if shared > 1 else ''} shared with an identical plan run before)"
     version = session.versions["spark"]
     status, message = expect.bug_verdict(expect.bug_in_force(case, version, session.deployment), status, message,
                                          version, case_item=False)

@@ -61,6 +61,8 @@ def pytest_configure(config):
         config.option.no_report = True
     if _reporting(config):
         config.pluginmanager.register(HarnessReporter(config), "join-harness-reporter")
+    if getattr(config.option, "dist", "no") == "load" and _runs_scenarios(config):
+        config.option.dist = "loadfile"  # xdist's default spread a file's items over workers
     # xdist workers get the same command line, so each builds the same options.
     config.stash[OPTIONS] = RunOptions.from_env(
         master=config.getoption("spark_master"), spark_conf=_session_conf(config),
@@ -71,6 +73,31 @@ def pytest_configure(config):
         target = report.version_dir(config.getoption("report_dir"), report.installed_spark()) / "junit.xml"
         config._harness_junit = (target.with_name(f".junit.xml{TEMP_MARK}{os.getpid()}-run.tmp"), target)
         config.option.xmlpath = str(config._harness_junit[0])
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Longest files first, so that no worker is left with a long file at the end: a
+    file's cost is what its items took last time (results.json), or a guess. A file's
+    items keep their order and, under xdist, go to one worker together (`--dist
+    loadfile`): a case and its cross-strategy check then share executions."""
+    if not _runs_scenarios(config):
+        return
+    took = _previous_durations(config)
+    cost: dict = {}
+    for item in items:
+        case = getattr(item, "case", None)
+        guess = 0.0 if case is None else 3.0 if isinstance(item, AgreementItem) else 0.3
+        cost[item.path] = cost.get(item.path, 0.0) + took.get(item.name, guess)
+    items.sort(key=lambda item: -cost[item.path])
+
+
+def _previous_durations(config) -> dict:
+    try:
+        path = report.version_dir(config.getoption("report_dir"), report.installed_spark()) / "results.json"
+        records = json.loads(path.read_text(encoding="utf-8"))["cases"]
+        return {r["case_id"]: float(r["timings"]["total_s"]) for r in records}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
 
 
 def _report_dir_writable(config) -> bool:
@@ -147,14 +174,14 @@ class ScenarioFile(pytest.File):
         marks = marker_names(scenario)
         for mark in marks:
             self.config.addinivalue_line("markers", f"{mark}: scenario tag")
-        from .agreement import agreement_label, agreement_representatives
+        from .agreement import agreement_id, agreement_representatives
         for case in cases:
             item = ScenarioItem.from_parent(self, name=case.case_id, case=case)
             for mark in marks:
                 item.add_marker(mark)
             yield item
         for case in agreement_representatives(cases):
-            item = AgreementItem.from_parent(self, name=f"{scenario.id}[{agreement_label(case)}]", case=case)
+            item = AgreementItem.from_parent(self, name=agreement_id(case), case=case)
             item.add_marker("agreement")
             for mark in marks:
                 item.add_marker(mark)

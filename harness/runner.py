@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from . import confs, datagen, derived, expect, model, plans, sqlguard, streaming
+from . import confs, datagen, derived, executions, expect, model, plans, sqlguard, streaming
 from .options import deployment
 from .query import build_query, checksum_frame, checksum_text
 from .records import CaseRecord, Identity, Observation, PlanView, SparkError
@@ -121,14 +121,12 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
 
     if execute:
         start = time.perf_counter()
-        try:
-            row = frame.collect()[0]
-        except Exception as exc:
-            exc.harness_phase = "execution"  # Spark accepted and planned the query; running it failed
-            raise
+        ran, shared = _execute(session, frame, plan, shareable=not collect_rows)
+        if shared:
+            timings["shared_execution"] = 1.0
         scope.check_timeout()
-        observed.executed, observed.rows, observed.checksum = True, int(row["rows"]), checksum_text(row["hash_sum"])
-        final_plan = plans.current_plan(frame)
+        observed.executed, observed.rows, observed.checksum = True, ran.rows, ran.checksum
+        final_plan = ran.plan
         plan_objects["final"] = final_plan
         observed.final = _plan_view(final_plan, case, table_names)
         if observed.adaptive:
@@ -137,6 +135,24 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
             observed.result_rows = expect.normalize_rows(query.limit(RESULT_ROWS_LIMIT + 1).collect())
         timings["execute_s"] = time.perf_counter() - start
     return observed, plan_objects
+
+
+def _execute(session: Session, frame, plan, shareable: bool) -> tuple[executions.Executed, bool]:
+    """Run the checksum query; (its answer, shared) where `shared` says the same physical
+    query already ran under the same configs in this worker (harness.executions)."""
+    memo_key = executions.key(session.spark, plan) if shareable else None
+    earlier = executions.lookup(memo_key, plan) if memo_key is not None else None
+    if earlier is not None:
+        return earlier, True
+    try:
+        row = frame.collect()[0]
+    except Exception as exc:
+        exc.harness_phase = "execution"  # Spark accepted and planned the query; running it failed
+        raise
+    ran = executions.Executed(int(row["rows"]), checksum_text(row["hash_sum"]), plans.current_plan(frame))
+    if memo_key is not None:
+        executions.remember(memo_key, ran)
+    return ran, False
 
 
 def _join_conf(session: Session, case_conf: dict) -> dict:

@@ -407,7 +407,9 @@ def get_session(options: RunOptions | None = None) -> Session:
             forget_jvm()
         if _SESSION is None or _SESSION.abandoned:
             from .datagen import forget_tables
+            from .executions import forget
             forget_tables()
+            forget()
             _SESSION = Session(options or (_SESSION.options if _SESSION is not None else None))
         return _SESSION
 

@@ -76,6 +76,8 @@ def test_a_twin_case_follows_each_case_and_never_takes_the_expectations(write_sc
     assert twin.scenario.twin_of == "shop" and twin.expect == {}
     assert twin.scenario.data["tables"]["recent"] == cases[0].scenario.data["tables"]["recent"]
     assert not twin.scenario.plan_only and cases[0].scenario.plan_only
+    from harness.agreement import agreement_id, agreement_representatives
+    assert [agreement_id(c) for c in agreement_representatives(cases)] == ["shop[agree]", "shop.synthetic[agree]"]
 
 
 def test_a_twin_runs_its_data_and_its_cross_strategy_check(session, write_scenario):

@@ -1,0 +1,65 @@
+"""Each distinct execution once per worker: the rows, checksum and final plan of a
+physical query already run under the same configs are shared, not run again.
+
+The key is what decides the answer and the final adaptive plan: Spark's canonical form of
+the physical plan (expression ids and names erased; the data's whole lineage is in it:
+the seeded generator expressions, literal rows, file paths, cached relations) and every
+config of the session (one string from the JVM: an AQE or ANSI setting outside the plan
+still separates two runs). Lookup is by the plan's semantic hash, confirmed by Spark's
+`sameResult` (canonical equality), never by the hash alone.
+
+Who shares: a case and its cross-strategy check's as-written run; forced strategies whose
+hint Spark cannot apply and which fall back to the plan of another; the DataFrame and SQL
+variants of one query when Spark plans them alike; scenarios that join the same tables
+the same way. Streams and row-collecting cases run every time.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+LIMIT = 1000  # entries kept per worker (each holds one JVM plan object)
+
+
+@dataclass
+class Executed:
+    rows: int
+    checksum: str
+    plan: object  # the executed JVM plan (for AQE: its final plan)
+
+
+_MEMO: OrderedDict = OrderedDict()
+STATS = {"hits": 0, "runs": 0}
+
+
+def session_confs(spark) -> str:
+    return str(spark._jsparkSession.sessionState().conf().getAllConfs().toString())
+
+
+def key(spark, plan) -> tuple:
+    return id(spark), int(plan.semanticHash()), session_confs(spark)
+
+
+def lookup(memo_key: tuple, plan) -> Executed | None:
+    for stored in _MEMO.get(memo_key, []):
+        try:
+            if plan.sameResult(stored.plan):
+                _MEMO.move_to_end(memo_key)
+                STATS["hits"] += 1
+                return stored
+        except Exception:  # a plan object of a session that is gone
+            continue
+    return None
+
+
+def remember(memo_key: tuple, executed: Executed) -> None:
+    STATS["runs"] += 1
+    _MEMO.setdefault(memo_key, []).append(executed)
+    _MEMO.move_to_end(memo_key)
+    while len(_MEMO) > LIMIT:
+        _MEMO.popitem(last=False)
+
+
+def forget() -> None:
+    """A new session: its plans are not comparable with the old one's."""
+    _MEMO.clear()
