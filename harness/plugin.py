@@ -61,8 +61,6 @@ def pytest_configure(config):
         config.option.no_report = True
     if _reporting(config):
         config.pluginmanager.register(HarnessReporter(config), "join-harness-reporter")
-    if getattr(config.option, "dist", "no") == "load" and _runs_scenarios(config):
-        config.option.dist = "loadfile"  # xdist's default spread a file's items over workers
     # xdist workers get the same command line, so each builds the same options.
     config.stash[OPTIONS] = RunOptions.from_env(
         master=config.getoption("spark_master"), spark_conf=_session_conf(config),
@@ -76,10 +74,12 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Longest files first, so that no worker is left with a long file at the end: a
-    file's cost is what its items took last time (results.json), or a guess. A file's
-    items keep their order and, under xdist, go to one worker together (`--dist
-    loadfile`): a case and its cross-strategy check then share executions."""
+    """Longest files first, so that no worker is left with a long file at the end (a
+    file's cost: what its items took last time in results.json, or a guess), and each
+    cross-strategy item right after the case it checks: xdist hands out consecutive
+    items together, so the check's as-written run usually finds that case's answer in
+    its worker (harness.executions). Not `--dist loadfile`: a crashed worker's file is
+    re-queued whole there, the crashing item included, and the run can hang."""
     if not _runs_scenarios(config):
         return
     took = _previous_durations(config)
@@ -88,7 +88,17 @@ def pytest_collection_modifyitems(session, config, items):
         case = getattr(item, "case", None)
         guess = 0.0 if case is None else 3.0 if isinstance(item, AgreementItem) else 0.3
         cost[item.path] = cost.get(item.path, 0.0) + took.get(item.name, guess)
-    items.sort(key=lambda item: -cost[item.path])
+    checks = {id(item.case): item for item in items if isinstance(item, AgreementItem)}
+    paired = []
+    for item in items:
+        if isinstance(item, AgreementItem):
+            continue
+        paired.append(item)
+        check = checks.pop(id(getattr(item, "case", None)), None)
+        if check is not None:
+            paired.append(check)
+    paired.extend(checks.values())  # (none: each check's case is collected too)
+    items[:] = sorted(paired, key=lambda item: -cost[item.path])
 
 
 def _previous_durations(config) -> dict:

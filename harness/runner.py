@@ -223,7 +223,7 @@ def _note_lost_executors(record: CaseRecord, before: dict | None) -> None:
 def timeout_error(case: Case, session: Session) -> SparkError:
     message = f"cancelled after {case.scenario.timeout:g} s"
     if session.abandoned:
-        message += f" ({session.abandoned}; SparkContext stopped, the next case gets a new one)"
+        message += f" ({session.abandoned}; SparkContext stopped and its JVM ended, the next case gets new ones)"
     return SparkError("Timeout", message)
 
 

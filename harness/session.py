@@ -179,9 +179,13 @@ class Session:
         return {"executors": count, "cores": sc.defaultParallelism}
 
     def abandon(self, reason: str) -> None:
-        """Stop the SparkContext under a case that will not end; the blocked call then fails
-        and `get_session` builds a new session for the next case."""
+        """End the JVM and SparkContext under a case that will not end; the blocked call then
+        fails and `get_session` builds a new session (in a new JVM) for the next case."""
         self.abandoned = reason
+        # Its JVM goes first: a stopped context's tasks run on in their JVM (local mode
+        # does not kill them), and stop() itself can wait on them, so a job that ignored
+        # cancellation would hold the cores for the rest of the run.
+        _kill_jvm()
         try:
             self.spark.stop()
         except Exception:
@@ -412,6 +416,18 @@ def get_session(options: RunOptions | None = None) -> Session:
             forget()
             _SESSION = Session(options or (_SESSION.options if _SESSION is not None else None))
         return _SESSION
+
+
+def _kill_jvm() -> None:
+    """End the JVM PySpark launched for this process (the next session launches another)."""
+    from pyspark import SparkContext
+    process = getattr(SparkContext._gateway, "proc", None)
+    try:
+        if process is not None:
+            process.kill()
+            process.wait(timeout=30)
+    except Exception:
+        pass
 
 
 def forget_jvm() -> None:

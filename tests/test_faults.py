@@ -52,8 +52,12 @@ def test_case_ignoring_cancellation_gets_its_context_stopped(write_scenario, ses
     # Stand in for a job that does not react to cancellation.
     monkeypatch.setattr(session_module.CaseScope, "_cancel_jobs", lambda self: None)
     monkeypatch.setattr(session_module, "STOP_GRACE_S", 1.0)
+    from pyspark import SparkContext
+    jvm = SparkContext._gateway.proc
     case = _only_case(write_scenario(ENDLESS))
     record = run_case(case, session).to_json()
+    # its JVM is gone with it: the tasks that ignored cancellation do not hold the cores
+    assert jvm.wait(timeout=30) is not None
     assert record["status"] == "timeout"
     assert "SparkContext stopped" in record["message"]
     fresh = session_module.get_session()
