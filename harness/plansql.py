@@ -186,10 +186,11 @@ class Writer:
             columns.append(_ref(*ref) if ref[1] == name else f"{_ref(*ref)} AS {_quote(name)}")
         return columns, names
 
-    def _project(self, plan) -> tuple[str, dict]:
-        item = self._from(plan.child())
+    def _named_columns(self, named_list, item: FromItem) -> tuple[list, dict]:
+        """A select list from named expressions: `expr AS name`, or a column reference
+        (renamed only where its output name differs)."""
         columns, names, used = [], {}, set()
-        for named in _seq(plan.projectList()):
+        for named in _seq(named_list):
             name = _unique(str(named.name()), used)
             names[_expr_id(named.toAttribute())] = name
             if _kind(named) == "Alias":
@@ -198,16 +199,16 @@ class Writer:
                 ref = self.expression(named, item.refs)
                 columns.append(ref if item.refs.get(_expr_id(named), (0, None))[1] == name
                                else f"{ref} AS {_quote(name)}")
+        return columns, names
+
+    def _project(self, plan) -> tuple[str, dict]:
+        item = self._from(plan.child())
+        columns, names = self._named_columns(plan.projectList(), item)
         return f"SELECT {_hints(item.hints)}{', '.join(columns) or '1'}\nFROM {item.text}", names
 
     def _aggregate(self, plan) -> tuple[str, dict]:
         item = self._from(plan.child())
-        columns, names, used = [], {}, set()
-        for named in _seq(plan.aggregateExpressions()):
-            name = _unique(str(named.name()), used)
-            names[_expr_id(named.toAttribute())] = name
-            body = named.child() if _kind(named) == "Alias" else named
-            columns.append(f"{self.expression(body, item.refs)} AS {_quote(name)}")
+        columns, names = self._named_columns(plan.aggregateExpressions(), item)
         groups = [self.expression(g, item.refs) for g in _seq(plan.groupingExpressions())]
         group_by = f"\nGROUP BY {', '.join(groups)}" if groups else ""
         return f"SELECT {_hints(item.hints)}{', '.join(columns)}\nFROM {item.text}{group_by}", names

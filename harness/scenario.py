@@ -24,6 +24,7 @@ import jsonschema
 import yaml
 
 from . import confs
+from .synthetic import twin_data
 from .util import one_line, printable
 from .vocab import JOIN_TYPES, STRATEGY_HINTS
 
@@ -891,9 +892,10 @@ def expand(scenario: Scenario) -> list[Case]:
         seen.add(label)
         cases.append(Case(scenario=scenario, label=label, params=params, join=join, spark_conf=conf,
                           expect=data["expect"], overrides=data["expect"].get("overrides", [])))
-    from .synthetic import twin  # imports this module
-    synthetic = twin(scenario)
-    return cases + (expand(synthetic) if synthetic is not None else [])
+    twin = twin_data(data)
+    if twin is None:
+        return cases
+    return cases + expand(Scenario(path=scenario.path, data=twin, lines=scenario.lines, twin_of=scenario.id))
 
 
 def stable_seed(*parts) -> int:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import re
 
-from .scenario import Scenario, is_stats_only
 
 DEFAULT_MAX_ROWS = 1_000_000
 KEPT_DISTINCT = 1000
@@ -26,19 +25,22 @@ FRACTIONAL = {"double": "double", "float": "double", "real": "double"}
 TYPE_WIDTH = {"int": 4, "long": 8, "double": 8, "date": 4, "timestamp": 8, "boolean": 1, "string": 20}
 
 
-def twin(scenario: Scenario) -> Scenario | None:
-    spec = scenario.data.get("synthetic")
+def twin_data(data: dict) -> dict | None:
+    """The twin scenario's data, or None when the scenario asks for none. Pure data: the
+    loader (harness.scenario.expand) makes it a scenario of its own."""
+    spec = data.get("synthetic")
     if not spec:
         return None
-    data = copy.deepcopy(scenario.data)
-    del data["synthetic"]
-    data["id"] = scenario.id + SUFFIX
-    data["description"] = f"Synthetic twin of {scenario.id} (scale {spec['scale']}): {data['description']}"
-    data["tables"] = {name: (generated(table, spec["scale"], spec.get("max_rows", DEFAULT_MAX_ROWS))
-                             if is_stats_only(table) else table)
+    twin = copy.deepcopy(data)
+    del twin["synthetic"]
+    twin["id"] = data["id"] + SUFFIX
+    twin["description"] = f"Synthetic twin of {data['id']} (scale {spec['scale']}): {data['description']}"
+    # `stats` belongs to statistics-only tables alone (the contract's table kinds)
+    twin["tables"] = {name: (generated(table, spec["scale"], spec.get("max_rows", DEFAULT_MAX_ROWS))
+                             if "stats" in table else table)
                       for name, table in data["tables"].items()}
-    data["expect"] = {}
-    return Scenario(path=scenario.path, data=data, lines=scenario.lines, twin_of=scenario.id)
+    twin["expect"] = {}
+    return twin
 
 
 def distinct_kept(distinct: int, scale: float) -> int:
