@@ -195,15 +195,9 @@ def agreement_representatives(cases: list[Case]) -> list[Case]:
         key = (case.scenario.id, agreement_label(case))
         # Preferably a case that executes: the check's as-written run is then its answer,
         # shared (harness.executions), not run again.
-        if key not in chosen or (not _executes(chosen[key]) and _executes(case)):
+        if key not in chosen or (not expect.executes(chosen[key].expect) and expect.executes(case.expect)):
             chosen[key] = case
     return list(chosen.values())
-
-
-def _executes(case: Case) -> bool:
-    wanted = case.expect
-    return (any(k in wanted for k in expect.EXECUTION_KEYS) or wanted.get("plan") in ("final", "both")
-            or not expect.has_assertions(wanted))
 
 
 def lost_record(case: Case, versions: dict, master: str | None, message: str) -> AgreementRecord:

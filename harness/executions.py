@@ -29,7 +29,6 @@ class Executed:
 
 
 _MEMO: OrderedDict = OrderedDict()
-STATS = {"hits": 0, "runs": 0}
 
 
 def session_confs(spark) -> str:
@@ -45,7 +44,6 @@ def lookup(memo_key: tuple, plan) -> Executed | None:
         try:
             if plan.sameResult(stored.plan):
                 _MEMO.move_to_end(memo_key)
-                STATS["hits"] += 1
                 return stored
         except Exception:  # a plan object of a session that is gone
             continue
@@ -53,7 +51,6 @@ def lookup(memo_key: tuple, plan) -> Executed | None:
 
 
 def remember(memo_key: tuple, executed: Executed) -> None:
-    STATS["runs"] += 1
     _MEMO.setdefault(memo_key, []).append(executed)
     _MEMO.move_to_end(memo_key)
     while len(_MEMO) > LIMIT:

@@ -95,7 +95,13 @@ def _normalize_node(node: dict) -> dict:
 
 
 def needs_execution(expected: dict) -> bool:
-    return any(k in expected for k in EXECUTION_KEYS) or expected["plan"] in ("final", "both")
+    return any(k in expected for k in EXECUTION_KEYS) or expected.get("plan") in ("final", "both")
+
+
+def executes(expected: dict) -> bool:
+    """A case runs its query when an expectation needs the answer, or when it has none
+    (then what it did is the record)."""
+    return needs_execution(expected) or not has_assertions(expected)
 
 
 def has_assertions(expected: dict) -> bool:

@@ -198,7 +198,7 @@ def run_case(case: Case, session: Session) -> dict:
         expected = {"plan": expected["plan"]}
     started = time.perf_counter()
     executors_before = session.cluster_shape if session.deployment == "cluster" else None
-    execute = not case.scenario.plan_only and (expect.needs_execution(expected) or not expect.has_assertions(expected))
+    execute = not case.scenario.plan_only and expect.executes(expected)
     observed, plan_objects = capture(session, case, collect_rows="result_rows" in expected, execute=execute)
     if case.scenario.plan_only:
         observed.final_not_applicable = PLAN_ONLY

@@ -18,6 +18,7 @@ import re
 
 DEFAULT_MAX_ROWS = 1_000_000
 KEPT_DISTINCT = 1000
+LONG_MAX = 2 ** 63 - 1
 SUFFIX = ".synthetic"
 INTEGRAL = {"int": "int", "integer": "int", "long": "long", "bigint": "long", "smallint": "int", "tinyint": "int",
             "short": "int", "byte": "int"}
@@ -119,13 +120,16 @@ def _integral(base: str, scaled, low, high, rows: int) -> dict:
         return {"key": {"cardinality": scaled or rows}, "type": base}
     if scaled is None:
         return {"uniform": {"min": int(low), "max": int(high)}, "type": base}
-    span = int(high) - int(low)
+    low, high = max(int(low), -LONG_MAX), min(int(high), LONG_MAX)  # a bare -2^63 is no long literal
+    span = high - low
     scaled = max(1, min(scaled, span + 1))
     key = {"cardinality": scaled}
-    if int(low):
-        key["start"] = int(low)
-    if scaled > 1 and span // (scaled - 1) > 1:
-        key["step"] = span // (scaled - 1)
+    if low:
+        key["start"] = low
+    # rank × step is computed before start is added: it must stay a long (ANSI overflows)
+    step = min(span // (scaled - 1), LONG_MAX // (scaled - 1)) if scaled > 1 else 1
+    if step > 1:
+        key["step"] = step
     if scaled == rows:  # unique: every key once (a primary key), not drawn
         return {"sequence": {k: v for k, v in key.items() if k != "cardinality"}, "type": base}
     return {"key": key, "type": base}

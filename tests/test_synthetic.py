@@ -112,3 +112,17 @@ def test_a_twin_without_statistics_only_tables_is_a_load_error(write_scenario):
     with pytest.raises(ScenarioError) as info:
         load_scenario(write_scenario(text))
     assert "case.yaml:6: synthetic: a synthetic twin replaces statistics-only tables" in str(info.value)
+
+
+def test_extreme_statistics_give_keys_inside_a_long(session, write_scenario):
+    """Statistics spanning the whole long range: keys stay longs (no overflow of
+    rank × step under ANSI, no -2^63 literal), and the twin runs."""
+    text = SCENARIO.replace("order_id: {distinct: 20000000, nulls: 0, min: 1, max: 20000000}",
+                            "order_id: {distinct: 20000000, nulls: 0, min: -9223372036854775808, "
+                            "max: 9223372036854775807}")
+    twin = expand(load_scenario(write_scenario(text)))[1]
+    spec = twin.scenario.data["tables"]["orders"]["columns"]["order_id"]
+    assert spec["sequence"]["start"] == -(2 ** 63 - 1)
+    assert spec["sequence"]["step"] * (20000 - 1) <= 2 ** 63 - 1
+    record = runner.run_case(twin, session)
+    assert record.status == "observed", record.message
