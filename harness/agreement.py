@@ -9,7 +9,8 @@ from functools import reduce
 
 from . import expect
 from .derived import build_inputs, top_tables
-from .runner import AS_WRITTEN, PLAN_ONLY, _identity, absent_session, observe, timeout_error
+from .runner import (AS_WRITTEN, PLAN_ONLY, _identity, absent_session, absolute_conf, observe, prepare_inputs,
+                     run_forced, timeout_error)
 from .util import one_line
 from .scenario import Case, table_rows
 from .session import Session
@@ -24,6 +25,18 @@ NESTED_LOOP_PAIR_BUDGET = 20_000_000
 # answer; any other run-time failure while another strategy answers is a wrong result.
 RESOURCE_LIMITS = re.compile(r"Cannot broadcast the table|OutOfMemoryError|maxResultSize|larger than the "
                              r"(?:maximum|max)|Not enough memory to build")
+
+
+# Shuffle partitions of the forced runs: one task per core (at least two, so that a
+# shuffle really splits the rows; at most eight): the answer does not depend on it, and
+# tasks beyond the cores only add scheduling (measured: 8 → 2 made the checks 15% faster
+# on a 2-core machine).
+FORCED_PARTITIONS = (2, 8)
+
+
+def forced_partitions(session: Session) -> int:
+    cores = (session.cluster_shape or {}).get("cores") or FORCED_PARTITIONS[0]
+    return max(FORCED_PARTITIONS[0], min(FORCED_PARTITIONS[1], int(cores)))
 
 
 def _declared_pairs(case: Case) -> int | None:
@@ -73,14 +86,13 @@ def nested_loops_affordable(session: Session, case: Case) -> bool:
     return _real_pairs(session, case) <= NESTED_LOOP_PAIR_BUDGET
 
 
-def forced_variants(case: Case, nested_loops: bool = True, hints_off: bool = False) -> list[tuple[str, dict, dict]]:
+def forced_variants(case: Case, nested_loops: bool = True, hints_off: bool = False,
+                    partitions: int = FORCED_PARTITIONS[0]) -> list[tuple[str, dict, dict]]:
     """(label, join spec, extra conf) for each strategy to force on this case's query.
     `hints_off` (Spark 3.1+): a query's own hints are ignored in the configuration-forced
     runs of SQL text, which a hint would otherwise pin to one strategy."""
-    # Few shuffle partitions: the forced strategies do not depend on them, and 200 tiny
-    # tasks per shuffle would make this check cost more than all cases together.
     # AQE off so that each forced strategy is the one that runs (no runtime re-planning).
-    no_auto = {"spark.sql.autoBroadcastJoinThreshold": -1, "spark.sql.shuffle.partitions": 8,
+    no_auto = {"spark.sql.autoBroadcastJoinThreshold": -1, "spark.sql.shuffle.partitions": partitions,
                "spark.sql.adaptive.enabled": False}
     if "sql" in case.join:
         no_hints = {"spark.sql.optimizer.disableHints": True} if hints_off else {}
@@ -99,44 +111,84 @@ def forced_variants(case: Case, nested_loops: bool = True, hints_off: bool = Fal
 def run_agreement(case: Case, session: Session) -> AgreementRecord:
     """Force every strategy Spark can apply to this join; all must agree on the answer.
     A strategy that throws while another answers is a correctness failure; a check that
-    compared fewer than two strategies checked nothing and says so (`unchecked`)."""
+    compared fewer than two strategies checked nothing and says so (`unchecked`).
+
+    The inputs are built once, under the case's configs, and every strategy runs over
+    them in one scope: each forced strategy's configs are set for its run only."""
     started = time.perf_counter()
     if case.scenario.plan_only:
         return _agreement_record(case, session, "skipped", f"{PLAN_ONLY}: no results to compare", [], [], started)
-    runs, rejected, shared = [], [], 0
-    base_conf = {k: v for k, v in case.spark_conf.items() if not isinstance(v, dict)}
+    base_conf = absolute_conf(case.spark_conf)
     affordable = nested_loops_affordable(session, case)
     deadline = started + case.scenario.timeout  # one budget for all the forced runs
-    streamed = "stream" in case.scenario.data
     hints_off = spark_version(session.versions["spark"]) >= spark_version("3.1")
-    for label, join, extra in forced_variants(case, nested_loops=affordable, hints_off=hints_off):
-        with session.case_scope(max(deadline - time.perf_counter(), 0.01)) as scope:
+    variants = forced_variants(case, nested_loops=affordable, hints_off=hints_off,
+                               partitions=forced_partitions(session))
+    runs, rejected = [], []
+    if "stream" in case.scenario.data:
+        # The stream-stream join as written against every batch strategy over the same tables.
+        variants = [v for v in variants if v[0] != AS_WRITTEN]
+        if not _stream_run(case, session, base_conf, deadline, runs, rejected):
+            return _agreement_record(case, session, "timeout", f"forced {AS_WRITTEN}: "
+                                     f"{timeout_error(case, session).message}", runs, [], started)
+    with session.case_scope(max(deadline - time.perf_counter(), 0.01)) as scope:
+        try:
+            tables = prepare_inputs(session, scope, case, base_conf)
+        except Exception as exc:  # no strategy can run without its inputs
+            if scope.timed_out.is_set():
+                return _agreement_record(case, session, "timeout", timeout_error(case, session).message, runs, [],
+                                         started)
+            err = describe_error(exc)
+            for label, _, _ in variants:
+                runs.append(AgreementRun(label, error=f"{err.cls}: {err.message}"))
+                rejected.append(label)
+            tables = None
+        for label, join, extra in variants if tables is not None else []:
             try:
-                # A streaming scenario: the stream-stream join as written against every
-                # batch strategy over the same tables.
-                observed, _ = observe(session, scope, case, join, base_conf, execute=True, collect_rows=False,
-                                      stream=streamed and label == AS_WRITTEN, forced=extra)
+                with scope.conf_overlay(extra):
+                    ran = run_forced(session, scope, join, base_conf, tables)
             except Exception as exc:
                 if scope.timed_out.is_set():
                     message = f"forced {label}: {timeout_error(case, session).message}"
                     return _agreement_record(case, session, "timeout", message, runs, [], started)
-                err = describe_error(exc)
-                runs.append(AgreementRun(label, error=f"{err.cls}: {err.message}"))
-                if getattr(exc, "harness_phase", None) != "execution" or RESOURCE_LIMITS.search(err.message):
-                    rejected.append(label)  # refused at analysis or planning, or too big: not a result
+                _failed_run(label, exc, runs, rejected)
                 continue
-        shared += int(bool(observed.timings.get("shared_execution")))
-        top = (observed.final or observed.initial).top or {"strategy": NO_JOIN, "build_side": "none"}
-        if not affordable and top["strategy"] in NESTED_LOOP_OPERATORS and label != AS_WRITTEN:
-            continue
-        runs.append(AgreementRun(label, top["strategy"], top["build_side"], observed.rows, observed.checksum))
+            if not affordable and ran.strategy in NESTED_LOOP_OPERATORS and label != AS_WRITTEN:
+                continue
+            runs.append(AgreementRun(label, ran.strategy, ran.build_side, ran.rows, ran.checksum, shared=ran.shared))
     status, message = _verdict(runs, rejected, affordable)
+    shared = sum(1 for run in runs if run.shared)
     if shared:  # the same physical query under the same configs already ran in this worker
         message += f" ({shared} answer{'s' if shared > 1 else ''} shared with an identical plan run before)"
     version = session.versions["spark"]
     status, message = expect.bug_verdict(expect.bug_in_force(case, version, session.deployment), status, message,
                                          version, case_item=False)
     return _agreement_record(case, session, status, message, runs, _strategies(runs), started)
+
+
+def _failed_run(label: str, exc: Exception, runs: list, rejected: list) -> None:
+    err = describe_error(exc)
+    runs.append(AgreementRun(label, error=f"{err.cls}: {err.message}"))
+    if getattr(exc, "harness_phase", None) != "execution" or RESOURCE_LIMITS.search(err.message):
+        rejected.append(label)  # refused at analysis or planning, or too big: not a result
+
+
+def _stream_run(case: Case, session: Session, conf: dict, deadline: float, runs: list, rejected: list) -> bool:
+    """The stream-stream join as written, in a scope of its own (its query is stopped
+    when the scope closes); False when it ran past the check's time."""
+    with session.case_scope(max(deadline - time.perf_counter(), 0.01)) as scope:
+        try:
+            observed, _ = observe(session, scope, case, case.join, conf, execute=True, collect_rows=False,
+                                  stream=True)
+        except Exception as exc:
+            if scope.timed_out.is_set():
+                return False
+            _failed_run(AS_WRITTEN, exc, runs, rejected)
+            return True
+    top = observed.initial.top or {"strategy": NO_JOIN, "build_side": "none"}
+    runs.append(AgreementRun(AS_WRITTEN, top["strategy"], top["build_side"], observed.rows, observed.checksum,
+                             shared=bool(observed.timings.get("shared_execution"))))
+    return True
 
 
 def _strategies(runs: list) -> list[tuple[str, str]]:

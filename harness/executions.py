@@ -8,13 +8,19 @@ config of the session (one string from the JVM: an AQE or ANSI setting outside t
 still separates two runs). Lookup is by the plan's semantic hash, confirmed by Spark's
 `sameResult` (canonical equality), never by the hash alone.
 
+A stream-stream join has no single physical plan to key by: its answer is kept by the
+scenario (file, id, seed), the case's join and the session's configs, so that the
+cross-strategy check's as-written run takes the case's stream answer instead of running
+the micro-batches again.
+
 Who shares: a case and its cross-strategy check's as-written run; forced strategies whose
 hint Spark cannot apply and which fall back to the plan of another; the DataFrame and SQL
 variants of one query when Spark plans them alike; scenarios that join the same tables
-the same way. Streams and row-collecting cases run every time.
+the same way. Row-collecting cases run every time.
 """
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -57,6 +63,34 @@ def remember(memo_key: tuple, executed: Executed) -> None:
         _MEMO.popitem(last=False)
 
 
+@dataclass
+class Streamed:
+    rows: int
+    checksum: str
+    plan: object  # the last micro-batch's executed plan
+    batches: int
+
+
+_STREAMS: OrderedDict = OrderedDict()
+
+
+def stream_key(spark, case) -> tuple:
+    scenario = case.scenario
+    return (id(spark), str(scenario.path), scenario.id, scenario.seed, json.dumps(case.join, sort_keys=True),
+            session_confs(spark))
+
+
+def lookup_stream(memo_key: tuple) -> Streamed | None:
+    return _STREAMS.get(memo_key)
+
+
+def remember_stream(memo_key: tuple, streamed: Streamed) -> None:
+    _STREAMS[memo_key] = streamed
+    while len(_STREAMS) > LIMIT:
+        _STREAMS.popitem(last=False)
+
+
 def forget() -> None:
     """A new session: its plans are not comparable with the old one's."""
     _MEMO.clear()
+    _STREAMS.clear()

@@ -174,12 +174,14 @@ class AgreementRun:
     rows: Optional[int] = None
     checksum: Optional[str] = None
     error: Optional[str] = None
+    shared: bool = False  # the answer of an identical plan run earlier in this worker
 
     def to_json(self) -> dict:
         if self.error is not None:
             return {"forced": self.forced, "error": self.error}
+        shared = {"shared": True} if self.shared else {}
         return {"forced": self.forced, "strategy": self.strategy, "build_side": self.build_side,
-                "rows": self.rows, "checksum": self.checksum}
+                "rows": self.rows, "checksum": self.checksum, **shared}
 
 
 @dataclass

@@ -8,6 +8,7 @@ check (harness.agreement) observes through `observe` here.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from . import confs, datagen, derived, executions, expect, model, plans, sqlguard, streaming
 from .options import deployment
@@ -76,42 +77,65 @@ def _add_plan_texts(record: CaseRecord, plan_objects: dict, policy: str) -> None
 
 
 def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: dict,
-            execute: bool, collect_rows: bool, stream: bool = False,
-            forced: dict | None = None) -> tuple[Observation, dict]:
+            execute: bool, collect_rows: bool, stream: bool = False) -> tuple[Observation, dict]:
     """Build, plan and optionally run the query: what Spark showed, and the JVM plan
-    objects (kept apart, for the plan text a report may want). `forced`: configs for the
-    join only, set after the inputs are built under `conf` (the cross-strategy check)."""
+    objects (kept apart, for the plan text a report may want)."""
     timings = {}
     start = time.perf_counter()
+    tables = prepare_inputs(session, scope, case, conf)
+    if stream:
+        if len(absolute_conf(conf)) != len(conf):
+            raise ScenarioRuntimeError("a streaming scenario cannot size configs by estimates")
+        return _observe_stream(session, scope, case, tables, collect_rows, timings, start), {}
+    return observe_query(session, scope, case, join, conf, tables, execute, collect_rows, timings, start)
+
+
+def absolute_conf(conf: dict) -> dict:
+    """The configs with a value of their own (not sized by an estimate of the query)."""
+    return {k: v for k, v in conf.items() if not isinstance(v, dict)}
+
+
+def prepare_inputs(session: Session, scope: CaseScope, case: Case, conf: dict) -> dict:
+    """The scenario's SQL checked (once per session), the case's configs set (before the
+    tables: time zone and ANSI shape their data), and the tables its join reads, built."""
     try:
         sqlguard.check_scenario(session.spark, case.scenario)  # done at collection: cached
     except ScenarioError as exc:
         raise ScenarioRuntimeError(str(exc)) from None
-    absolute = {k: v for k, v in conf.items() if not isinstance(v, dict)}
-    for key, value in absolute.items():  # before the tables: time zone and ANSI shape their data
+    absolute = absolute_conf(conf)
+    for key, value in absolute.items():
         scope.set_conf(key, value)
-    tables = derived.build_inputs(session, scope, case, absolute)
-    for key, value in (forced or {}).items():
-        scope.set_conf(key, value)
-    sized_by_estimate = len(absolute) != len(conf)
-    conf = {**conf, **(forced or {})}  # what the observation records
-    if stream:
-        if sized_by_estimate:
-            raise ScenarioRuntimeError("a streaming scenario cannot size configs by estimates")
-        return _observe_stream(session, scope, case, tables, collect_rows, timings, start), {}
+    return derived.build_inputs(session, scope, case, absolute)
+
+
+def _sized_query(session: Session, scope: CaseScope, join: dict, conf: dict, tables: dict):
+    """The join over the built tables; configs sized by an estimate of it are set first
+    (and the query built again under them). `conf` values already set stay as they are."""
     query = build_query(session.spark, scope, join, tables)
-    if sized_by_estimate:
+    absolute = absolute_conf(conf)
+    if len(absolute) != len(conf):
         estimates = plans.join_estimates(query, logical=False)  # sizes only: the final frame's are recorded
         for key, value in resolve_conf(conf, estimates).items():
             if key not in absolute:
                 scope.set_conf(key, value)
         query = build_query(session.spark, scope, join, tables)
+    return query
+
+
+def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, conf: dict, tables: dict,
+                  execute: bool, collect_rows: bool, timings: dict | None = None,
+                  start: float | None = None) -> tuple[Observation, dict]:
+    """Plan (and optionally run) the join over tables already built under `conf`."""
+    timings = {} if timings is None else timings
+    start = time.perf_counter() if start is None else start
+    query = _sized_query(session, scope, join, conf, tables)
     timings["build_s"] = time.perf_counter() - start
 
     start = time.perf_counter()
     frame = checksum_frame(query)
     plan = plans.current_plan(frame)
     plan_objects = {"initial": plan}
+    absolute = absolute_conf(conf)
     table_names = _catalog_names(case, absolute)
     observed = Observation(adaptive=plans.is_adaptive(plan), initial=_plan_view(plan, case, table_names),
                            estimates=plans.join_estimates(frame), conf={k: session.conf_value(k) for k in conf},
@@ -135,6 +159,29 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
             observed.result_rows = expect.normalize_rows(query.limit(RESULT_ROWS_LIMIT + 1).collect())
         timings["execute_s"] = time.perf_counter() - start
     return observed, plan_objects
+
+
+@dataclass
+class ForcedRun:
+    strategy: str
+    build_side: str
+    rows: int
+    checksum: str
+    shared: bool
+
+
+def run_forced(session: Session, scope: CaseScope, join: dict, conf: dict, tables: dict) -> ForcedRun:
+    """Run the join over tables already built, under the configs now set, and read only
+    what the cross-strategy check compares: the top join of the plan that ran, the row
+    count and checksum (no estimates, no model inputs, no plan text)."""
+    query = _sized_query(session, scope, join, conf, tables)
+    frame = checksum_frame(query)
+    plan = plans.current_plan(frame)
+    scope.check_timeout()
+    ran, shared = _execute(session, frame, plan, shareable=True)
+    scope.check_timeout()
+    top = plans.top_join(ran.plan)
+    return ForcedRun(top["strategy"], top["build_side"], ran.rows, ran.checksum, shared)
 
 
 def _execute(session: Session, frame, plan, shareable: bool) -> tuple[executions.Executed, bool]:
@@ -163,16 +210,24 @@ def _join_conf(session: Session, case_conf: dict) -> dict:
 
 
 def _observe_stream(session, scope, case, tables, collect_rows, timings, start) -> Observation:
-    run = streaming.run_stream(session, scope, case, tables)
-    row = checksum_frame(run["result"]).collect()[0]
+    memo_key = executions.stream_key(session.spark, case)
+    streamed = None if collect_rows else executions.lookup_stream(memo_key)
+    result_rows = None
+    if streamed is not None:
+        timings["shared_execution"] = 1.0
+    else:
+        run = streaming.run_stream(session, scope, case, tables)
+        row = checksum_frame(run["result"]).collect()[0]
+        streamed = executions.Streamed(int(row["rows"]), checksum_text(row["hash_sum"]), run["plan"], run["batches"])
+        executions.remember_stream(memo_key, streamed)
+        if collect_rows:
+            result_rows = expect.normalize_rows(run["result"].limit(RESULT_ROWS_LIMIT + 1).collect())
     observed = Observation(
         adaptive=False,
-        initial=PlanView(joins=streaming.stream_join_nodes(run["plan"]), text=plans.plan_text(run["plan"])),
-        executed=True, rows=int(row["rows"]), checksum=checksum_text(row["hash_sum"]),
+        initial=PlanView(joins=streaming.stream_join_nodes(streamed.plan), text=plans.plan_text(streamed.plan)),
+        executed=True, rows=streamed.rows, checksum=streamed.checksum,
         conf={k: session.conf_value(k) for k in case.spark_conf}, join_conf=_join_conf(session, case.spark_conf),
-        stream_batches=run["batches"], timings=timings)
-    if collect_rows:
-        observed.result_rows = expect.normalize_rows(run["result"].limit(RESULT_ROWS_LIMIT + 1).collect())
+        stream_batches=streamed.batches, result_rows=result_rows, timings=timings)
     timings["execute_s"] = time.perf_counter() - start
     return observed
 

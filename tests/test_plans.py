@@ -69,3 +69,26 @@ def test_java_errors_are_one_line_with_class(session):
     assert error.cls == "NumberFormatException"
     assert error.java_class == "java.lang.NumberFormatException"
     assert error.message == 'For input string: "x"'
+
+
+def test_long_plan_text_is_read_whole_in_pieces(session):
+    """A plan text longer than several Py4J pieces (a pool literal with non-ASCII names,
+    characters outside the BMP, backslashes and quotes) reads back exactly as the JVM
+    prints it, cut at the report's limit."""
+    names = ",".join(f"'naïve \\\\ 名前 😀 {i}'" for i in range(1500))
+    frame = session.spark.range(5).selectExpr(f"element_at(array({names}), CAST(id AS INT) + 1) AS n")
+    plan = plans.current_plan(frame)
+    whole = str(plan.toString())
+    assert len(whole) > 3 * plans.TEXT_PIECE
+    assert plans.jvm_text(plan) == whole
+    assert plans.jvm_text(plan, limit=7001) == whole[:7001]
+    expected = whole if len(whole) <= plans.PLAN_TEXT_LIMIT else whole[:plans.PLAN_TEXT_LIMIT] + "\n... (truncated)"
+    assert plans.plan_text(plan) == expected
+
+
+def test_top_join_is_the_first_join_node(session):
+    chain = frames(session).join(session.spark.range(0, 50).selectExpr("id AS v").hint("merge"), "v")
+    plan = plans.current_plan(chain)
+    first = plans.join_nodes(plan)[0]
+    assert plans.top_join(plan) == {"strategy": first.strategy, "build_side": first.build_side}
+    assert plans.top_join(plans.current_plan(session.spark.range(3))) == {"strategy": "none", "build_side": "none"}

@@ -75,14 +75,14 @@ def wrong_under_one_strategy(monkeypatch):
     """Make the sort-merge variant return other rows, as a Spark bug under one strategy
     would: the check must report `correctness` naming it."""
     import harness.agreement as agreement_module
-    real = agreement_module.observe
+    real = agreement_module.run_forced
 
-    def observe(session, scope, case, join, conf, **kwargs):
-        observed, plans = real(session, scope, case, join, conf, **kwargs)
+    def run_forced(session, scope, join, conf, tables):
+        ran = real(session, scope, join, conf, tables)
         if join.get("hints", {}).get("left") == ["MERGE"]:
-            observed.rows += 1
-        return observed, plans
-    monkeypatch.setattr(agreement_module, "observe", observe)
+            ran.rows += 1
+        return ran
+    monkeypatch.setattr(agreement_module, "run_forced", run_forced)
 
 
 def test_a_strategy_with_other_rows_is_a_correctness_failure(session, write_scenario, wrong_under_one_strategy):
@@ -96,15 +96,15 @@ def throws_under_one_strategy(monkeypatch):
     """Make the sort-merge variant fail at run time, as a codegen bug under one strategy
     would: a strategy that throws while others answer is a correctness failure."""
     import harness.agreement as agreement_module
-    real = agreement_module.observe
+    real = agreement_module.run_forced
 
-    def observe(session, scope, case, join, conf, **kwargs):
+    def run_forced(session, scope, join, conf, tables):
         if join.get("hints", {}).get("left") == ["MERGE"]:
             exc = RuntimeError("java.lang.IllegalStateException: codegen broke")
             exc.harness_phase = "execution"
             raise exc
-        return real(session, scope, case, join, conf, **kwargs)
-    monkeypatch.setattr(agreement_module, "observe", observe)
+        return real(session, scope, join, conf, tables)
+    monkeypatch.setattr(agreement_module, "run_forced", run_forced)
 
 
 def test_a_strategy_that_throws_while_others_answer_is_a_correctness_failure(session, write_scenario,
