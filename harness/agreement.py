@@ -144,6 +144,7 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
                 rejected.append(label)
             tables = None
         for label, join, extra in variants if tables is not None else []:
+            run_started = time.perf_counter()
             try:
                 with scope.conf_overlay(extra):
                     ran = run_forced(session, scope, join, base_conf, tables)
@@ -155,7 +156,8 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
                 continue
             if not affordable and ran.strategy in NESTED_LOOP_OPERATORS and label != AS_WRITTEN:
                 continue
-            runs.append(AgreementRun(label, ran.strategy, ran.build_side, ran.rows, ran.checksum, shared=ran.shared))
+            runs.append(AgreementRun(label, ran.strategy, ran.build_side, ran.rows, ran.checksum, shared=ran.shared,
+                                     seconds=time.perf_counter() - run_started))
     status, message = _verdict(runs, rejected, affordable)
     shared = sum(1 for run in runs if run.shared)
     if shared:  # the same physical query under the same configs already ran in this worker

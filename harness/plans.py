@@ -260,16 +260,34 @@ def _logical_join(jvm, node) -> dict:
     hints: dict[str, list[str]] = {"left": [], "right": []}
     for side, name in _HINT.findall(_safe_str(lambda: node.hint())):
         hints[side].append(name.upper())
-    planning = jvm.org.apache.spark.sql.catalyst.planning
-    equi = _safe_call(lambda: planning.ExtractEquiJoinKeys.unapply(node))
+    equi = _safe_call(lambda: _jvm_class(jvm, "catalyst.planning.ExtractEquiJoinKeys").unapply(node))
     orderable = None
     if equi is not None and equi.isDefined():
         keys = equi.get()._2()
-        orderable = _safe_call(lambda: bool(jvm.org.apache.spark.sql.catalyst.expressions.RowOrdering.isOrderable(keys)))
-    naaj = _safe_call(lambda: planning.ExtractSingleColumnNullAwareAntiJoin.unapply(node).isDefined())
+        orderable = _safe_call(lambda: bool(_jvm_class(jvm, "catalyst.expressions.RowOrdering").isOrderable(keys)))
+    naaj = _safe_call(lambda: _jvm_class(jvm, "catalyst.planning.ExtractSingleColumnNullAwareAntiJoin")
+                      .unapply(node).isDefined())
     return {"join_type": _safe_str(lambda: node.joinType()), "hints": hints,
             "equi": bool(equi is not None and equi.isDefined()), "orderable": orderable,
             "null_aware_candidate": bool(naaj)}
+
+
+_CLASSES: dict = {"jvm": None, "found": {}}
+
+
+def _jvm_class(jvm, name: str):
+    """org.apache.spark.sql.<name>, looked up once per JVM (each package step of a
+    lookup is a Py4J round trip). The JVM view is held, so a new JVM's is never taken
+    for it."""
+    if _CLASSES["jvm"] is not jvm:
+        _CLASSES.update(jvm=jvm, found={})
+    found = _CLASSES["found"]
+    if name not in found:
+        target = jvm
+        for part in f"org.apache.spark.sql.{name}".split("."):
+            target = getattr(target, part)
+        found[name] = target
+    return found[name]
 
 
 def _safe_call(fn):

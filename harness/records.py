@@ -175,13 +175,16 @@ class AgreementRun:
     checksum: Optional[str] = None
     error: Optional[str] = None
     shared: bool = False  # the answer of an identical plan run earlier in this worker
+    seconds: Optional[float] = None
 
     def to_json(self) -> dict:
         if self.error is not None:
             return {"forced": self.forced, "error": self.error}
-        shared = {"shared": True} if self.shared else {}
+        extra = {"shared": True} if self.shared else {}
+        if self.seconds is not None:
+            extra["seconds"] = round(self.seconds, 3)
         return {"forced": self.forced, "strategy": self.strategy, "build_side": self.build_side,
-                "rows": self.rows, "checksum": self.checksum, **shared}
+                "rows": self.rows, "checksum": self.checksum, **extra}
 
 
 @dataclass

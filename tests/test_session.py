@@ -40,3 +40,10 @@ def test_spark_defaults_style_conf_file(tmp_path):
     path = tmp_path / "c.conf"
     path.write_text("spark.executor.memory 2g\n# comment\nspark.executor.cores=1\n")
     assert read_conf_file(str(path)) == {"spark.executor.memory": "2g", "spark.executor.cores": "1"}
+
+
+def test_driver_jvm_runs_with_the_quick_jit_and_serial_collector(session):
+    arguments = list(session.spark.sparkContext._jvm.java.lang.management.ManagementFactory
+                     .getRuntimeMXBean().getInputArguments())
+    for flag in ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"):
+        assert flag in arguments
