@@ -34,9 +34,10 @@ scenarios: env
 bench: env
 	$(PY) bench/bench.py
 
-## wall time of the whole matrix, per version and in total (VERSIONS= as for matrix)
+## wall time of the whole matrix, per version and in total (VERSIONS= as for matrix;
+## BASELINE=DIR compares every version's results with an earlier run's report folder)
 bench-matrix: env
-	$(PY) bench/bench_matrix.py $(VERSIONS)
+	$(PY) bench/bench_matrix.py $(VERSIONS) $(if $(BASELINE),--baseline $(BASELINE))
 
 ## the suite on several Spark versions (VERSIONS="3.4.4 4.3.0"; default: 3.0 ... 4.3)
 matrix: env
