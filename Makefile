@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 WORKERS ?= 2
 PYTEST := $(PY) -m pytest
 
-.PHONY: env run test unit scenarios bench bench-matrix matrix accept diff cluster-test test-browser clean
+.PHONY: env run test unit scenarios bench bench-grid bench-matrix matrix accept diff cluster-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -33,6 +33,10 @@ scenarios: env
 
 bench: env
 	$(PY) bench/bench.py
+
+## the harness against a plain PySpark script on a grid of 108 executed cases
+bench-grid: env
+	$(PY) bench/bench_grid.py
 
 ## wall time of the whole matrix, per version and in total (VERSIONS= as for matrix;
 ## BASELINE=DIR compares every version's results with an earlier run's report folder)

@@ -8,6 +8,12 @@ config of the session (one string from the JVM: an AQE or ANSI setting outside t
 still separates two runs). Lookup is by the plan's semantic hash, confirmed by Spark's
 `sameResult` (canonical equality), never by the hash alone.
 
+Of a plan that AQE will not re-plan, the configs that only choose the plan (broadcast
+threshold, sort-merge preference, hint switch, CBO, shuffle partitions, every AQE
+setting) are left out of the key: that plan is fixed, and they have done their part. A
+broadcast by threshold and the same broadcast by hint then run once. An adaptive plan
+keeps them all: AQE reads them again while the query runs.
+
 A stream-stream join has no single physical plan to key by: its answer is kept by the
 scenario (file, id, seed), the case's join and the session's configs, so that the
 cross-strategy check's as-written run takes the case's stream answer instead of running
@@ -21,6 +27,7 @@ the same way. Row-collecting cases run every time.
 from __future__ import annotations
 
 import json
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -41,8 +48,19 @@ def session_confs(spark) -> str:
     return str(spark._jsparkSession.sessionState().conf().getAllConfs().toString())
 
 
+# Configs whose whole effect is the choice of a physical plan (absent AQE, which reads them
+# again at run time). Values of these keys are numbers, sizes or booleans: no commas.
+PLAN_CHOICE = re.compile(r"(?:(?<=\()|, )(?:spark\.sql\.adaptive\.[\w.]+|spark\.sql\.autoBroadcastJoinThreshold|"
+                         r"spark\.sql\.join\.preferSortMergeJoin|spark\.sql\.shuffledHashJoinFactor|"
+                         r"spark\.sql\.optimizer\.disableHints|spark\.sql\.cbo\.[\w.]+|"
+                         r"spark\.sql\.shuffle\.partitions) -> [^,()]*(?=, |\)$)")
+
+
 def key(spark, plan) -> tuple:
-    return id(spark), int(plan.semanticHash()), session_confs(spark)
+    confs = session_confs(spark)
+    if plan.getClass().getSimpleName() != "AdaptiveSparkPlanExec":
+        confs = PLAN_CHOICE.sub("", confs)
+    return id(spark), int(plan.semanticHash()), confs
 
 
 def lookup(memo_key: tuple, plan) -> Executed | None:

@@ -28,13 +28,21 @@ FLUSH_DAYS = (30, 60)
 STATE_PARTITIONS = 2
 
 
-def _append(df, source_dir, staging_dir) -> None:
-    """Write a micro-batch so that the file source sees only complete files."""
-    df.write.mode("overwrite").parquet(str(staging_dir))
-    for name in sorted(os.listdir(staging_dir)):
-        if name.endswith(".parquet"):
-            os.replace(staging_dir / name, source_dir / f"{staging_dir.name}-{name}")
-    shutil.rmtree(staging_dir, ignore_errors=True)
+def _append(frames: list, staging_root) -> None:
+    """Add a micro-batch to each source: `frames` is [(DataFrame, source dir, name)]. All
+    are written to staging first and then moved in together, so that the file sources
+    see only complete files and one micro-batch usually takes every source's new rows
+    (written and moved one by one, each flush step took two batches)."""
+    staged = []
+    for df, source_dir, name in frames:
+        staging_dir = staging_root / name
+        df.write.mode("overwrite").parquet(str(staging_dir))
+        staged.append((staging_dir, source_dir))
+    for staging_dir, source_dir in staged:
+        for name in sorted(os.listdir(staging_dir)):
+            if name.endswith(".parquet"):
+                os.replace(staging_dir / name, source_dir / f"{staging_dir.name}-{name}")
+        shutil.rmtree(staging_dir, ignore_errors=True)
 
 
 def _flush_template(df):
@@ -79,14 +87,15 @@ def run_stream(session, scope, case: Case, tables: dict) -> dict:
     scope.set_conf("spark.sql.streaming.noDataMicroBatches.enabled", False)
     root = session.workdir / "streams" / uuid.uuid4().hex[:12]
     streams, sources = {}, {}
+    for name in tables:
+        sources[name] = root / "sources" / name
+        sources[name].mkdir(parents=True)
+    _append([(df, sources[name], f"{name}-0") for name, df in tables.items()], root / "staging")
     for name, df in tables.items():
-        source = root / "sources" / name
-        source.mkdir(parents=True)
-        _append(df, source, root / "staging" / f"{name}-0")
-        stream = spark.readStream.schema(df.schema).parquet(str(source))
+        stream = spark.readStream.schema(df.schema).parquet(str(sources[name]))
         if name in watermarks:
             stream = stream.withWatermark(watermarks[name]["column"], watermarks[name]["delay"])
-        streams[name], sources[name] = stream, source
+        streams[name] = stream
     joined = build_query(spark, scope, case.join, streams)
     sink = f"stream_{uuid.uuid4().hex[:12]}"
     query = (joined.writeStream.format("memory").queryName(sink).outputMode("append")
@@ -98,10 +107,9 @@ def run_stream(session, scope, case: Case, tables: dict) -> dict:
     latest = _latest_event_time(tables, watermarks)
     templates = {name: _flush_template(tables[name]) for name in watermarks}
     for step, days in enumerate(FLUSH_DAYS, start=1):
-        for name, mark in watermarks.items():
-            flush = _flush_row(spark, tables[name], templates[name], mark["column"], latest, days)
-            _append(flush, sources[name], root / "staging" / f"{name}-flush{step}")
-            appended += 1
+        _append([(_flush_row(spark, tables[name], templates[name], mark["column"], latest, days), sources[name],
+                  f"{name}-flush{step}") for name, mark in watermarks.items()], root / "staging")
+        appended += len(watermarks)
         _drain(query, appended, scope)
     plan = query._jsq.streamingQuery().lastExecution().executedPlan()
     batches = int(query.lastProgress["batchId"]) + 1 if query.lastProgress else 0

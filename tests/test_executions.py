@@ -62,3 +62,38 @@ def test_a_case_that_collects_its_rows_runs_every_time(session, write_scenario):
     observe(session, write_scenario, BASE, "base.yaml")
     with_rows = observe(session, write_scenario, BASE, "rows.yaml", expect="{result_rows: []}")
     assert "shared_execution" not in with_rows.observed.timings
+
+
+FIXED_PLAN = BASE.replace("expect: {}", "spark_conf: {spark.sql.adaptive.enabled: false, "
+                                        "spark.sql.autoBroadcastJoinThreshold: 10485760}\nexpect: {}")
+
+
+def test_a_plan_reached_by_other_plan_choices_runs_once_without_aqe(session, write_scenario):
+    """A broadcast chosen by the threshold and the same broadcast forced by a hint (the
+    threshold off) are one physical plan: without AQE, nothing else reads the threshold."""
+    executions.forget()
+    first = observe(session, write_scenario, FIXED_PLAN, "threshold.yaml")
+    hinted = FIXED_PLAN.replace("10485760", "-1").replace("on: [k]}", "on: [k], hints: {right: BROADCAST}}")
+    again = observe(session, write_scenario, hinted, "hint.yaml")
+    assert first.observed.final.top["strategy"] == again.observed.final.top["strategy"] == "BroadcastHashJoin"
+    assert again.observed.timings.get("shared_execution") == 1.0
+    assert (again.observed.rows, again.observed.checksum) == (first.observed.rows, first.observed.checksum)
+
+
+def test_under_aqe_every_config_still_separates_two_runs(session, write_scenario):
+    """AQE reads the threshold again while the query runs: the same initial plan under
+    another threshold is another query."""
+    executions.forget()
+    adaptive = FIXED_PLAN.replace("spark.sql.adaptive.enabled: false", "spark.sql.adaptive.enabled: true")
+    observe(session, write_scenario, adaptive, "threshold.yaml")
+    hinted = adaptive.replace("10485760", "-1").replace("on: [k]}", "on: [k], hints: {right: BROADCAST}}")
+    again = observe(session, write_scenario, hinted, "hint.yaml")
+    assert "shared_execution" not in again.observed.timings
+
+
+def test_a_config_outside_plan_choice_separates_a_fixed_plan(session, write_scenario):
+    executions.forget()
+    observe(session, write_scenario, FIXED_PLAN, "plain.yaml")
+    ansi = FIXED_PLAN.replace("spark_conf: {", "spark_conf: {spark.sql.ansi.enabled: true, ")
+    again = observe(session, write_scenario, ansi, "ansi.yaml")
+    assert "shared_execution" not in again.observed.timings
