@@ -56,9 +56,9 @@ PLAN_CHOICE = re.compile(r"(?:(?<=\()|, )(?:spark\.sql\.adaptive\.[\w.]+|spark\.
                          r"spark\.sql\.shuffle\.partitions) -> [^,()]*(?=, |\)$)")
 
 
-def key(spark, plan) -> tuple:
+def key(spark, plan, adaptive: bool) -> tuple:
     confs = session_confs(spark)
-    if plan.getClass().getSimpleName() != "AdaptiveSparkPlanExec":
+    if not adaptive:
         confs = PLAN_CHOICE.sub("", confs)
     return id(spark), int(plan.semanticHash()), confs
 

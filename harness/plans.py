@@ -216,12 +216,13 @@ def jvm_text(obj, limit: int | None = None) -> str:
     from pyspark import SparkContext
 
     jvm = SparkContext._jvm
-    builder = jvm.java.lang.StringBuilder().append(obj)
+    is_high_surrogate = _jvm_class(jvm, "java.lang.Character").isHighSurrogate
+    builder = _jvm_class(jvm, "java.lang.StringBuilder")().append(obj)
     length = builder.length()  # UTF-16 units; Python counts code points
     pieces, start, read = [], 0, 0
     while start < length and (limit is None or read < limit):
         end = min(start + TEXT_PIECE, length)
-        if end < length and jvm.java.lang.Character.isHighSurrogate(builder.charAt(end - 1)):
+        if end < length and is_high_surrogate(builder.charAt(end - 1)):
             end -= 1  # a character outside the BMP stays whole
         pieces.append(str(builder.substring(start, end)))
         read += len(pieces[-1])
@@ -260,23 +261,24 @@ def _logical_join(jvm, node) -> dict:
     hints: dict[str, list[str]] = {"left": [], "right": []}
     for side, name in _HINT.findall(_safe_str(lambda: node.hint())):
         hints[side].append(name.upper())
-    equi = _safe_call(lambda: _jvm_class(jvm, "catalyst.planning.ExtractEquiJoinKeys").unapply(node))
+    equi = _safe_call(lambda: _jvm_class(jvm, f"{CATALYST}.planning.ExtractEquiJoinKeys").unapply(node))
     orderable = None
     if equi is not None and equi.isDefined():
         keys = equi.get()._2()
-        orderable = _safe_call(lambda: bool(_jvm_class(jvm, "catalyst.expressions.RowOrdering").isOrderable(keys)))
-    naaj = _safe_call(lambda: _jvm_class(jvm, "catalyst.planning.ExtractSingleColumnNullAwareAntiJoin")
+        orderable = _safe_call(lambda: bool(_jvm_class(jvm, f"{CATALYST}.expressions.RowOrdering").isOrderable(keys)))
+    naaj = _safe_call(lambda: _jvm_class(jvm, f"{CATALYST}.planning.ExtractSingleColumnNullAwareAntiJoin")
                       .unapply(node).isDefined())
     return {"join_type": _safe_str(lambda: node.joinType()), "hints": hints,
             "equi": bool(equi is not None and equi.isDefined()), "orderable": orderable,
             "null_aware_candidate": bool(naaj)}
 
 
+CATALYST = "org.apache.spark.sql.catalyst"
 _CLASSES: dict = {"jvm": None, "found": {}}
 
 
 def _jvm_class(jvm, name: str):
-    """org.apache.spark.sql.<name>, looked up once per JVM (each package step of a
+    """A JVM class by its full name, looked up once per JVM (each package step of a
     lookup is a Py4J round trip). The JVM view is held, so a new JVM's is never taken
     for it."""
     if _CLASSES["jvm"] is not jvm:
@@ -284,7 +286,7 @@ def _jvm_class(jvm, name: str):
     found = _CLASSES["found"]
     if name not in found:
         target = jvm
-        for part in f"org.apache.spark.sql.{name}".split("."):
+        for part in name.split("."):
             target = getattr(target, part)
         found[name] = target
     return found[name]

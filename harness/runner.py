@@ -187,7 +187,7 @@ def run_forced(session: Session, scope: CaseScope, join: dict, conf: dict, table
 def _execute(session: Session, frame, plan, shareable: bool) -> tuple[executions.Executed, bool]:
     """Run the checksum query; (its answer, shared) where `shared` says the same physical
     query already ran under the same configs in this worker (harness.executions)."""
-    memo_key = executions.key(session.spark, plan) if shareable else None
+    memo_key = executions.key(session.spark, plan, plans.is_adaptive(plan)) if shareable else None
     earlier = executions.lookup(memo_key, plan) if memo_key is not None else None
     if earlier is not None:
         return earlier, True
