@@ -1,9 +1,11 @@
 """The upgrade diff: what changed for each case between two Spark versions' results.
 
 `python -m harness diff 3.5.7 4.3.0` reads reports/<version>/results.json for both and
-prints every case whose strategy, build side (initial or final plan), rows/checksum,
-error or hint warnings differ, grouped by kind of change. Cases only one version ran
-are listed too.
+prints every case whose strategy or build side (initial plan, or the plan that ran: the
+final adaptive plan or a static plan), adaptivity, join condition's shape, rows/checksum,
+error or hint warnings differ, grouped by kind of change. A case that timed out or whose
+worker was lost on either version is "not comparable", never a change. Cases only one
+version ran are listed too.
 """
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ import json
 from .report import top_join, version_dir
 from .vocab import describe_join
 
-KINDS = ("known bug", "strategy", "build side", "result", "error", "warnings", "status", "only in one version")
+KINDS = ("not comparable", "known bug", "strategy", "build side", "adaptive", "condition", "result", "error",
+         "warnings", "status", "only in one version")
+NOT_COMPARABLE = {"timeout": "timed out", "WorkerLost": "its worker process was lost"}
 
 
 def _plan(record: dict, which: str) -> tuple[str, str]:
@@ -20,20 +24,73 @@ def _plan(record: dict, which: str) -> tuple[str, str]:
     return (node["strategy"], node["build_side"]) if node else ("none", "none")
 
 
+def _ran_plan(record: dict) -> str | None:
+    """Which plan ran: the final adaptive plan, or the initial one of a static plan
+    (Spark runs a static plan as planned); None when nothing says (adaptive, not run)."""
+    observed = record["observed"]
+    if observed.get("final"):
+        return "final"
+    return None if observed.get("adaptive") else "initial"
+
+
+def _incomparable(record: dict) -> str:
+    """Why a record cannot be compared: a timed-out or lost case did not finish, so the
+    absence of a final plan, rows or error says nothing about Spark."""
+    if record["status"] == "timeout":
+        return NOT_COMPARABLE["timeout"]
+    if (record["observed"].get("error") or {}).get("class") == "WorkerLost":
+        return NOT_COMPARABLE["WorkerLost"]
+    return ""
+
+
+def _condition_shape(record: dict) -> tuple | None:
+    """What the top join evaluates, in terms that print alike on every version: the
+    number of equi-join keys, whether a residual condition remains, null-aware or not.
+    (The text of keys and conditions changes with constant folding and printing
+    between versions for the same condition, so it is not compared.)"""
+    node = top_join(record, "initial")
+    if node is None or node["strategy"] == "StreamingSymmetricHashJoin":
+        return None
+    keys = node.get("left_keys") or ""
+    count = 0 if keys in ("", "List()") else keys.count(",") + 1 - _commas_inside(keys)
+    return count, bool(node.get("condition")), bool(node.get("null_aware"))
+
+
+def _commas_inside(keys: str) -> int:
+    """Commas inside parentheses of `List(a, f(b, c))`: not key separators."""
+    depth, inside = 0, 0
+    for char in keys[len("List("):-1] if keys.startswith("List(") else keys:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "," and depth > 0:
+            inside += 1
+    return inside
+
+
+def _describe_shape(shape: tuple) -> str:
+    keys, residual, null_aware = shape
+    words = [f"{keys} equi-key{'s' if keys != 1 else ''}", "a residual condition" if residual else "no residual"]
+    if null_aware:
+        words.append("null-aware")
+    return ", ".join(words)
+
+
 def case_changes(old: dict, new: dict) -> list[tuple[str, str]]:
     """(kind, text) for each way `new` differs from `old`, for one case."""
-    changes = []
-    for which in ("initial", "final"):
-        if which == "final" and not (old["observed"].get("final") and new["observed"].get("final")):
-            continue
-        (s_old, b_old), (s_new, b_new) = _plan(old, which), _plan(new, which)
-        if s_old != s_new:
-            before = describe_join({"strategy": s_old, "build_side": b_old})
-            after = describe_join({"strategy": s_new, "build_side": b_new})
-            changes.append(("strategy", f"{which}: {before} → {after}"))
-        elif b_old != b_new:
-            changes.append(("build side", f"{which}: {s_old} build {b_old} → build {b_new}"))
+    why = _incomparable(old) or _incomparable(new)
+    if why:
+        side = "old" if _incomparable(old) else "new"
+        return [("not comparable", f"{why} on the {side} version ({old['status']} → {new['status']})")]
+    changes = _plan_changes(old, new)
     o_old, o_new = old["observed"], new["observed"]
+    if bool(o_old.get("adaptive")) != bool(o_new.get("adaptive")):
+        words = {True: "adaptive (AQE may re-plan at run time)", False: "static"}
+        changes.append(("adaptive", f"{words[bool(o_old.get('adaptive'))]} → {words[bool(o_new.get('adaptive'))]}"))
+    shapes = _condition_shape(old), _condition_shape(new)
+    if None not in shapes and shapes[0] != shapes[1] and _plan(old, "initial")[0] == _plan(new, "initial")[0]:
+        changes.append(("condition", f"{_describe_shape(shapes[0])} → {_describe_shape(shapes[1])}"))
     if o_old.get("executed") and o_new.get("executed") and \
             (o_old.get("rows"), o_old.get("checksum")) != (o_new.get("rows"), o_new.get("checksum")):
         changes.append(("result", f"{o_old.get('rows')} rows / {o_old.get('checksum')} → "
@@ -54,6 +111,25 @@ def case_changes(old: dict, new: dict) -> list[tuple[str, str]]:
     # with the same plans and results, that is no difference
     if old["status"] != new["status"] and not changes and {old["status"], new["status"]} != {"passed", "observed"}:
         changes.append(("status", f"{old['status']} → {new['status']}"))
+    return changes
+
+
+def _plan_changes(old: dict, new: dict) -> list[tuple[str, str]]:
+    """The initial plans compared, then the plans that ran: a static sort-merge join that
+    becomes a run-time broadcast under AQE is a change even where the initial plans agree."""
+    changes = []
+    pairs = [("initial", "initial", "initial")]
+    ran = _ran_plan(old), _ran_plan(new)
+    if None not in ran and ran != ("initial", "initial"):
+        pairs.append(("final", *ran))
+    for label, which_old, which_new in pairs:
+        (s_old, b_old), (s_new, b_new) = _plan(old, which_old), _plan(new, which_new)
+        if s_old != s_new:
+            before = describe_join({"strategy": s_old, "build_side": b_old})
+            after = describe_join({"strategy": s_new, "build_side": b_new})
+            changes.append(("strategy", f"{label}: {before} → {after}"))
+        elif b_old != b_new:
+            changes.append(("build side", f"{label}: {s_old} build {b_old} → build {b_new}"))
     return changes
 
 

@@ -112,6 +112,10 @@ def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None) -
             cell = row["cells"].get(version)
             if cell is None:
                 continue
+            cell["comparable"] = cell["status"] != "timeout" and cell["error"] != "WorkerLost"
+            if not cell["comparable"]:  # cut short: says nothing of what Spark would do
+                cell["changed"] = False
+                continue
             signature = (cell["initial"], cell["final"], cell["rows"], cell["error"])
             cell["changed"] = previous is not None and signature != previous
             previous = signature

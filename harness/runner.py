@@ -73,13 +73,18 @@ def _add_plan_texts(record: CaseRecord, plan_objects: dict, policy: str) -> None
     for which, plan in plan_objects.items():
         view = record.observed.plan(which)
         if view is not None:
-            view.text = printable(plans.plan_text(plan))
+            try:
+                view.text = printable(plans.plan_text(plan))
+            except Exception:  # the JVM of a case cut short may be gone: its joins are kept
+                pass
 
 
 def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: dict,
-            execute: bool, collect_rows: bool, stream: bool = False) -> tuple[Observation, dict]:
+            execute: bool, collect_rows: bool, stream: bool = False,
+            so_far: dict | None = None) -> tuple[Observation, dict]:
     """Build, plan and optionally run the query: what Spark showed, and the JVM plan
-    objects (kept apart, for the plan text a report may want)."""
+    objects (kept apart, for the plan text a report may want). `so_far` receives the
+    observation as soon as the query is planned, so a run cut short keeps its plan."""
     timings = {}
     start = time.perf_counter()
     tables = prepare_inputs(session, scope, case, conf)
@@ -87,7 +92,7 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
         if len(absolute_conf(conf)) != len(conf):
             raise ScenarioRuntimeError("a streaming scenario cannot size configs by estimates")
         return _observe_stream(session, scope, case, tables, collect_rows, timings, start), {}
-    return observe_query(session, scope, case, join, conf, tables, execute, collect_rows, timings, start)
+    return observe_query(session, scope, case, join, conf, tables, execute, collect_rows, timings, start, so_far)
 
 
 def absolute_conf(conf: dict) -> dict:
@@ -124,7 +129,7 @@ def _sized_query(session: Session, scope: CaseScope, join: dict, conf: dict, tab
 
 def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, conf: dict, tables: dict,
                   execute: bool, collect_rows: bool, timings: dict | None = None,
-                  start: float | None = None) -> tuple[Observation, dict]:
+                  start: float | None = None, so_far: dict | None = None) -> tuple[Observation, dict]:
     """Plan (and optionally run) the join over tables already built under `conf`."""
     timings = {} if timings is None else timings
     start = time.perf_counter() if start is None else start
@@ -141,6 +146,8 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
                            estimates=plans.join_estimates(frame), conf={k: session.conf_value(k) for k in conf},
                            join_conf=_join_conf(session, conf), timings=timings)
     timings["plan_s"] = time.perf_counter() - start
+    if so_far is not None:
+        so_far.update(observed=observed, plans=plan_objects)
     scope.check_timeout()
 
     if execute:
@@ -233,15 +240,19 @@ def _observe_stream(session, scope, case, tables, collect_rows, timings, start) 
 
 
 def capture(session: Session, case: Case, execute: bool, collect_rows: bool) -> tuple[Observation, dict]:
-    """Observe the case in its own scope; whatever Spark throws is an observation too."""
-    observed, plan_objects = Observation(), {}
+    """Observe the case in its own scope; whatever Spark throws is an observation too. A
+    case cut short keeps what was planned before (a timed-out case still shows its plan)."""
+    so_far: dict = {}
     with session.case_scope(case.scenario.timeout) as scope:
         try:
             observed, plan_objects = observe(session, scope, case, case.join, case.spark_conf, execute=execute,
-                                             collect_rows=collect_rows, stream="stream" in case.scenario.data)
+                                             collect_rows=collect_rows, stream="stream" in case.scenario.data,
+                                             so_far=so_far)
         except ScenarioRuntimeError as exc:
+            observed, plan_objects = so_far.get("observed") or Observation(), so_far.get("plans") or {}
             observed.error = SparkError("ScenarioError", str(exc))
         except Exception as exc:  # Spark rejected or failed the query: that is an observation
+            observed, plan_objects = so_far.get("observed") or Observation(), so_far.get("plans") or {}
             observed.error = timeout_error(case, session) if scope.timed_out.is_set() else describe_error(exc)
         observed.warnings = scope.warnings()
     return observed, plan_objects

@@ -58,7 +58,8 @@ def fake_record(case_id="c[inner]", strategy="BroadcastHashJoin", build_side=Non
     identity = Identity(scenario_id=case_id.split("[")[0], file=file or f"scenarios/equi/{case_id.split('[')[0]}.yaml",
                         line=1, tags=["equi"], bug=None, join_type="inner", api="dataframe",
                         versions={"spark": spark, "java": "17", "python": "3.11"}, master="local[2]", cluster=None)
-    seen = Observation(initial=PlanView(joins=joins), executed=rows is not None, rows=rows, checksum=checksum,
+    observed.setdefault("initial", PlanView(joins=joins))
+    seen = Observation(executed=rows is not None, rows=rows, checksum=checksum,
                        warnings=list(warnings), error=SparkError.from_json(error), **observed)
     record = CaseRecord(identity=identity, case_id=case_id, label=case_id.partition("[")[2].rstrip("]"), params={},
                         description="d", status=status, message="", expected=expected or {"plan": "initial"},

@@ -44,3 +44,48 @@ def test_a_known_bug_appearing_or_disappearing_is_a_change():
     new = {"cases": [{**record("a"), "bug": bug}, {**record("b", status="known_bug"), "bug": bug}]}
     grouped = diff.diff_results(old, new)
     assert grouped["known bug"] == [("a", "bug disappears: SPARK-9 (now passed)"), ("b", "bug appears: SPARK-9")]
+
+
+def _joins(strategy, build="none", keys="List(k#1L)", condition=""):
+    return [{"strategy": strategy, "build_side": build, "join_type": "Inner", "left_keys": keys,
+             "right_keys": keys, "condition": condition, "null_aware": False, "skew": False, "tables": None}]
+
+
+def test_a_static_plan_that_becomes_a_run_time_broadcast_is_listed():
+    from harness.records import PlanView
+    # 3.1: AQE off by default, the static sort-merge join is what ran; 4.x: AQE re-plans it
+    old = fake_record("a", "SortMergeJoin", rows=5, checksum="00000000000000aa", adaptive=False,
+                      final=PlanView(joins=_joins("SortMergeJoin")))
+    new = fake_record("a", "SortMergeJoin", rows=5, checksum="00000000000000aa", adaptive=True,
+                      final=PlanView(joins=_joins("BroadcastHashJoin", "right")))
+    grouped = diff.diff_results({"cases": [old]}, {"cases": [new]})
+    assert grouped["strategy"] == [("a", "final: SortMergeJoin → BroadcastHashJoin (build right)")]
+    assert grouped["adaptive"] == [("a", "static → adaptive (AQE may re-plan at run time)")]
+    # a plan-only case whose plan only became adaptive is listed too
+    plan_old, plan_new = fake_record("b", "SortMergeJoin"), fake_record("b", "SortMergeJoin", adaptive=True)
+    assert diff.diff_results({"cases": [plan_old]}, {"cases": [plan_new]})["adaptive"] == \
+        [("b", "static → adaptive (AQE may re-plan at run time)")]
+
+
+def test_a_changed_join_condition_is_a_change_and_its_printing_is_not():
+    from harness.records import PlanView
+    def case(keys, condition):
+        return fake_record("a", "SortMergeJoin", initial=PlanView(joins=_joins("SortMergeJoin", keys=keys,
+                                                                               condition=condition)))
+    grouped = diff.diff_results({"cases": [case("List(k#1L, f(a#2, b#3))", "")]},
+                                {"cases": [case("List(k#7L)", "(v#8 > 5)")]})
+    assert grouped["condition"] == [("a", "2 equi-keys, no residual → 1 equi-key, a residual condition")]
+    reprinted = diff.diff_results({"cases": [case("List((0 + (id#1L * 1)))", "(cast(x#2 as int) > 1)")]},
+                                  {"cases": [case("List(id#9L)", "(x#3 > 1)")]})
+    assert not any(reprinted.values())
+
+
+def test_a_timed_out_or_lost_case_is_not_comparable():
+    timed_out = fake_record("a", None, status="timeout", error={"class": "Timeout", "message": "cancelled"})
+    lost = fake_record("b", None, status="error", error={"class": "WorkerLost", "message": "crashed"})
+    grouped = diff.diff_results({"cases": [fake_record("a", "SortMergeJoin", rows=1, checksum="00000000000000aa"),
+                                           fake_record("b", "BroadcastHashJoin")]},
+                                {"cases": [timed_out, lost]})
+    assert grouped["not comparable"] == [("a", "timed out on the new version (passed → timeout)"),
+                                         ("b", "its worker process was lost on the new version (passed → error)")]
+    assert not grouped["strategy"] and not grouped["error"]

@@ -35,6 +35,10 @@ def test_overrunning_case_is_cancelled_and_the_session_stays_usable(write_scenar
     assert record["status"] == "timeout"
     assert "cancelled after 2 s" in record["message"]
     assert time.perf_counter() - started < 15
+    # what was planned before the cut stays in the record (the upgrade diff reads it)
+    assert record["observed"]["initial"]["joins"][0]["strategy"] == "CartesianProduct"
+    assert "CartesianProduct" in record["observed"]["initial"]["text"]
+    assert not record["observed"]["executed"]
     assert not session.abandoned
     follow_up = run_case(_only_case(write_scenario(MINIMAL, "ok.yaml")), session).to_json()
     assert follow_up["status"] == "passed", follow_up["message"]
@@ -60,6 +64,7 @@ def test_case_ignoring_cancellation_gets_its_context_stopped(write_scenario, ses
     assert jvm.wait(timeout=30) is not None
     assert record["status"] == "timeout"
     assert "SparkContext stopped" in record["message"]
+    assert record["observed"]["initial"]["joins"][0]["strategy"] == "CartesianProduct"  # JVM gone, joins kept
     fresh = session_module.get_session()
     assert fresh is not session and not fresh.abandoned
     follow_up = run_case(_only_case(write_scenario(MINIMAL, "ok.yaml")), fresh).to_json()
