@@ -20,17 +20,13 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from .scenario import is_literal, is_stats_only, literal_schema, stable_seed
+from .scenario import HEAVY_PROVIDERS, is_literal, is_stats_only, literal_schema, stable_seed
 from .statsonly import empty_frame, spark_type, stats_only_table
 from .util import atomic_write_text
 
 TWO_53 = 9007199254740992
 POOL_SEPARATOR = "\u0001"
 LOCAL_ROWS_LIMIT = 100_000
-# Faker providers that build large binary/structured payloads rather than a value.
-HEAVY_PROVIDERS = {"binary", "image", "zip", "tar", "json", "json_bytes", "xml", "csv", "dsv", "psv", "tsv",
-                   "fixed_width", "pystruct", "pydict", "pylist", "pyset", "pytuple", "pyiterable",
-                   "profile", "simple_profile", "texts", "paragraphs", "sentences", "words"}
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 

@@ -2,8 +2,8 @@
 
 For every case of the given scenario files (or folders), builds the query, reads Spark's
 estimates, hints and configs (plan-only: nothing executes, except streaming scenarios,
-whose plan exists only once the stream runs), and prints harness.model's chain of rules
-next to the strategy Spark chose. The last lines give the agreement over all cases and
+whose plan exists only once the stream runs), and prints the case's expectation and
+whether it holds on that plan, harness.model's chain of rules and the strategy Spark chose. The last lines give the agreement over all cases and
 list every disagreement ("model drift").
 """
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import model
+from . import expect, model
+from .describe import expectation_words
 from .scenario import ScenarioError, expand, load_scenario
 from .vocab import describe_join
 
@@ -33,6 +34,41 @@ def explain_case(case, session) -> dict:
     observed, _ = capture(session, case, execute=False, collect_rows=False)
     return {"case_id": case.case_id, "observed": observed,
             "model": model.evaluate(observed, session.versions["spark"])}
+
+
+PLAN_KEYS = ("strategy", "build_side", "joins", "operators")
+
+
+def plan_only_expectations(expected: dict) -> tuple[dict, list[str]]:
+    """The expectations a plan-only look can check, and the names of those it cannot
+    (rows, checksums, the final adaptive plan need the query to run)."""
+    checkable = {k: v for k, v in expected.items() if k not in expect.EXECUTION_KEYS}
+    unchecked = [k for k in expected if k in expect.EXECUTION_KEYS]
+    if expected.get("plan") == "final":
+        unchecked += [k for k in PLAN_KEYS if k in checkable]
+        checkable = {k: v for k, v in checkable.items() if k not in PLAN_KEYS}
+        checkable["plan"] = "initial"
+    elif expected.get("plan") == "both":
+        checkable["plan"] = "initial"
+        unchecked += ["final plan"]
+    return checkable, unchecked
+
+
+def expectation_verdict(case, session, observed) -> str:
+    """Whether the case's expectation holds on what was planned, in one line."""
+    expected = expect.resolve(case, session.versions["spark"], session.deployment)
+    words = expectation_words(expected)
+    if "stream" in case.scenario.data:  # the stream ran: everything is checkable
+        checkable, unchecked = expected, []
+    else:
+        checkable, unchecked = plan_only_expectations(expected)
+    if not expect.has_assertions(expected):
+        return f"{words}"
+    problems = expect.compare(checkable, observed) if expect.has_assertions(checkable) else []
+    held = "DOES NOT HOLD: " + "; ".join(problems) if problems else \
+        "holds" if expect.has_assertions(checkable) else "not checked"
+    later = f" (not checked without running: {', '.join(unchecked)}; pytest runs them)" if unchecked else ""
+    return f"{words} → {held}{later}"
 
 
 def _observed_text(observed) -> str:
@@ -61,6 +97,7 @@ def main(paths: list[str], out=sys.stdout) -> int:
             record = explain_case(case, session)
             verdict = record.get("model")
             print(f"  {case.case_id}", file=out)
+            print(f"    expected: {expectation_verdict(case, session, record['observed'])}", file=out)
             if verdict is None:
                 print(f"    observed: {_observed_text(record['observed'])} (no prediction)", file=out)
                 continue

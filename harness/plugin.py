@@ -19,7 +19,7 @@ import pytest
 from . import report
 from .scenario import ScenarioError, expand, load_scenario
 from .options import RunOptions
-from .util import TEMP_MARK, clock, one_line
+from .util import TEMP_MARK, clock, display_path, one_line
 
 RECORD_KEY = "harness_record"
 OPTIONS = pytest.StashKey[RunOptions]()
@@ -42,13 +42,18 @@ def pytest_addoption(parser):
     group.addoption("--observe", action="store_true",
                     help="survey: record what Spark does without checking the cases' expectations "
                          "(cross-strategy result checks still run)")
+    group.addoption("--no-agree", action="store_true",
+                    help="leave out the cross-strategy checks (a fast edit loop; the report keeps their last results)")
     group.addoption("--accept", action="store_true",
                     help="after the run, write what this Spark version observed into the scenario files "
                          "(python -m harness accept)")
 
 
 def _reporting(config) -> bool:
-    return not config.getoption("no_report") and not hasattr(config, "workerinput")
+    """Reports are written by the controller of a run that runs something: `--collect-only`
+    writes nothing, not even an empty JUnit file over the last run's."""
+    return not config.getoption("no_report") and not hasattr(config, "workerinput") \
+        and not config.getoption("collectonly")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -74,7 +79,8 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Longest files first, so that no worker is left with a long file at the end (a
+    """(`--lf`/`--ff` act after this: pytest's cache provider wraps this hook.)
+    Longest files first, so that no worker is left with a long file at the end (a
     file's cost: what its items took last time in results.json, or a guess), and each
     cross-strategy item right after the case it checks: xdist hands out consecutive
     items together, so the check's as-written run usually finds that case's answer in
@@ -190,6 +196,8 @@ class ScenarioFile(pytest.File):
             for mark in marks:
                 item.add_marker(mark)
             yield item
+        if self.config.getoption("no_agree"):
+            return
         for case in agreement_representatives(cases):
             item = AgreementItem.from_parent(self, name=agreement_id(case), case=case)
             item.add_marker("agreement")
@@ -219,11 +227,21 @@ class ScenarioFile(pytest.File):
 
 
 class CaseFailed(Exception):
-    pass
+    """(one-line verdict, lines saying why Spark chose what it chose)"""
+
+
+def _why(record: dict) -> list[str]:
+    from .describe import expectation_words, why_lines
+    if record["kind"] == "agreement":
+        return []
+    return [f"expected: {expectation_words(record.get('expected'))}", *why_lines(record)]
 
 
 class ScenarioItem(pytest.Item):
     def __init__(self, *, case, **kwargs):
+        # The id from its text, as pytest reads ids back from its cache: `name[params]`
+        # parsed the same way both times, so that --lf/--ff find the item again (pytest 9).
+        kwargs.setdefault("nodeid", f"{kwargs['parent'].nodeid}::{kwargs['name']}")
         super().__init__(**kwargs)
         self.case = case
 
@@ -235,17 +253,20 @@ class ScenarioItem(pytest.Item):
         from .session import get_session
         record = self._run(get_session(options_of(self.config)))
         # The edge: the typed record becomes JSON here, and travels to the controller.
-        self.user_properties.append((RECORD_KEY, json.dumps(record.to_json(), default=str)))
+        as_json = record.to_json()
+        self.user_properties.append((RECORD_KEY, json.dumps(as_json, default=str)))
         if record.status in ("skipped", "unchecked"):  # the record keeps which of the two
             pytest.skip(record.message)
         if record.status == "known_bug":  # reported apart: xfailed, and listed with its JIRA
             pytest.xfail(record.message)
         if record.status in FAILING:
-            raise CaseFailed(f"[{record.status}] {record.message}")
+            raise CaseFailed(f"[{record.status}] {record.message}", _why(as_json))
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, CaseFailed):
-            return one_line(f"{self.path}:{self.case.scenario.line_of('id')}: {self.name}: {excinfo.value}")
+            verdict, why = excinfo.value.args
+            head = one_line(f"{display_path(self.path)}:{self.case.scenario.line_of('id')}: {self.name}: {verdict}")
+            return "\n".join([head, *(f"    {one_line(line)}" for line in why)])
         if isinstance(excinfo.value, ScenarioError):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style)

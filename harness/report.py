@@ -48,8 +48,7 @@ def summarize(records: list[dict], invalid: list[dict]) -> dict:
     for record in records:
         if record["kind"] != "case":
             continue
-        node = top_join(record, "final") or top_join(record, "initial")
-        strategies[node["strategy"] if node else ("error" if record["observed"].get("error") else "none")] += 1
+        strategies[_strategy_label(record)] += 1
     return {
         "cases": sum(1 for r in records if r["kind"] == "case"),
         "agreement_checks": sum(1 for r in records if r["kind"] == "agreement"),
@@ -58,6 +57,18 @@ def summarize(records: list[dict], invalid: list[dict]) -> dict:
         "total_case_seconds": round(sum(r["timings"]["total_s"] for r in records), 3),
         "model": model_agreement(records),
     }
+
+
+def _strategy_label(record: dict) -> str:
+    """The strategy a case counts under; a query that raised counts as an error, named
+    "expected error" when its scenario expects exactly that (not a failure)."""
+    node = top_join(record, "final") or top_join(record, "initial")
+    if node:
+        return node["strategy"]
+    if not record["observed"].get("error"):
+        return "no join"
+    expected_error = (record.get("expected") or {}).get("error") and record["status"] == "passed"
+    return "expected error" if expected_error else "query error"
 
 
 def model_agreement(records: list[dict]) -> dict:

@@ -408,6 +408,12 @@ def _check_stream(path: Path, data: dict, lines: dict) -> None:
                                 f"'{mark['column']}' must be a column of '{name}' with type: timestamp")
 
 
+# Faker providers that build large binary/structured payloads rather than a value.
+HEAVY_PROVIDERS = {"binary", "image", "zip", "tar", "json", "json_bytes", "xml", "csv", "dsv", "psv", "tsv",
+                   "fixed_width", "pystruct", "pydict", "pylist", "pyset", "pytuple", "pyiterable",
+                   "profile", "simple_profile", "texts", "paragraphs", "sentences", "words"}
+
+
 class _Where:
     """Raises a ScenarioError at a field of the file being checked."""
 
@@ -505,11 +511,46 @@ def _literal_fits(value, type_name: str) -> bool:
     return True
 
 
+def _faker_providers(locale: str) -> set | None:
+    """The value providers a Faker of this locale offers; None where Faker is not
+    installed (an environment that reads pools cached on disk) or the locale is unknown."""
+    if locale not in _FAKER_PROVIDERS:
+        try:
+            from faker import Faker
+            fake = Faker(locale)
+            _FAKER_PROVIDERS[locale] = {name for name in dir(fake) if not name.startswith("_")
+                                        and name not in FAKER_NOT_PROVIDERS and callable(getattr(fake, name, None))}
+        except (ImportError, AttributeError):
+            _FAKER_PROVIDERS[locale] = None
+    return _FAKER_PROVIDERS[locale]
+
+
+_FAKER_PROVIDERS: dict = {}
+# Callables of a Faker instance that are its machinery, not value providers.
+FAKER_NOT_PROVIDERS = {"seed", "seed_instance", "seed_locale", "add_provider", "get_providers", "provider",
+                       "set_arguments", "get_arguments", "del_arguments", "set_formatter", "get_formatter",
+                       "format", "parse", "optional", "unique", "items", "random", "weights"}
+
+
+def _check_faker(at: _Where, where: tuple, column: dict) -> None:
+    spec = column.get("faker")
+    if not spec:
+        return
+    provider = spec["provider"]
+    if provider in HEAVY_PROVIDERS or provider.startswith("_"):
+        raise at.error(where + ("faker", "provider"),
+                       f"Faker provider '{provider}' is not allowed (it builds large payloads)")
+    known = _faker_providers(spec.get("locale", "en_US"))
+    if known is not None and provider not in known:
+        raise at.error(where + ("faker", "provider"),
+                       f"unknown Faker provider '{provider}'" + _did_you_mean(provider, known))
+
+
 def _check_columns(at: _Where, data: dict) -> None:
     for tname, table in data["tables"].items():
         for cname, column in table.get("columns", {}).items():
             where = ("tables", tname, "columns", cname)
-            for check in (_check_weights, _check_key, _check_uniform):
+            for check in (_check_weights, _check_key, _check_uniform, _check_faker):
                 check(at, where, column)
 
 

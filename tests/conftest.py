@@ -9,6 +9,10 @@ def session():
     # Not session-scoped: a fault test may stop the SparkContext; get_session() then builds
     # a new one (and otherwise returns the one this process already has).
     from harness.session import get_session
+    # Imported here, before any in-process pytester run: pytester drops the modules a run
+    # imported when it ends, and a PySpark module imported again holds none of the
+    # process's SparkContext (the next run's F.expr then fails on `_active_spark_context`).
+    import harness.runner, harness.agreement, pyspark.sql.functions  # noqa: F401,E401
     return get_session()
 
 

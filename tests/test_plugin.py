@@ -33,8 +33,29 @@ def test_failing_expectation_reads_like_the_rule(pytester, session):
     make_suite(pytester, {"wrong.yaml": MINIMAL.replace("build_side: right", "build_side: left")})
     result = pytester.runpytest("scenarios", "--no-report", "-p", "no:cacheprovider", "-k", "not agree")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*minimal: [[]failed[]] initial plan: expected build side left, "
-                                 "observed BroadcastHashJoin (build right)*"])
+    result.stdout.fnmatch_lines(["scenarios/wrong.yaml:1: minimal: [[]failed[]] initial plan: expected build side "
+                                 "left, observed BroadcastHashJoin (build right)*",
+                                 # under the verdict, why Spark chose what it chose
+                                 "    expected: BroadcastHashJoin (build left)",
+                                 "    model: equi-join · no hint · rule 1: *≤ autoBroadcastJoinThreshold *",
+                                 "    estimates: left * B, right * B; spark.sql.autoBroadcastJoinThreshold 10,485,760 B"])
+
+
+def test_collect_only_writes_no_report_and_no_agree_leaves_checks_out(pytester, session):
+    make_suite(pytester, {"good.yaml": MINIMAL})
+    pytester.runpytest("scenarios", "--report-dir", "out", "--collect-only", "-p", "no:cacheprovider")
+    assert not (pytester.path / "out" / session.versions["spark"]).exists()
+    result = pytester.runpytest("scenarios", "--report-dir", "out", "--no-agree", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_last_failed_reruns_only_the_failed_case(pytester, session):
+    text = MINIMAL.replace("build_side: right", "build_side: left").replace("id: minimal", "id: lf")
+    make_suite(pytester, {"good.yaml": MINIMAL, "wrong.yaml": text})
+    pytester.runpytest("scenarios", "--no-report", "-k", "not agree").assert_outcomes(passed=1, failed=1)
+    result = pytester.runpytest("scenarios", "--no-report", "--lf")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*rerun previous 1 failure*"])
 
 
 def test_spark_error_is_one_line(pytester, session):

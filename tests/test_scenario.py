@@ -42,6 +42,17 @@ def test_unknown_table_and_column(write_scenario):
     assert "join.condition" in message and "'r.zz'" in message
 
 
+def test_faker_providers_are_checked_when_the_file_loads(write_scenario):
+    with_faker = MINIMAL.replace("      k: {sequence: {}}", "      k: {sequence: {}}\n      who: {faker: {provider: %s}}")
+    message = error_of(write_scenario, with_faker % "frist_name")
+    assert message.endswith(":17: tables.b.columns.who.faker.provider: unknown Faker provider 'frist_name' "
+                            "(did you mean 'first_name'?)")
+    assert "\n" not in message
+    assert "not allowed" in error_of(write_scenario, with_faker % "binary")
+    assert "unknown Faker provider 'seed_instance'" in error_of(write_scenario, with_faker % "seed_instance")
+    load_scenario(write_scenario(with_faker % "first_name"))
+
+
 def test_unknown_hint_suggests_closest(write_scenario):
     message = error_of(write_scenario, MINIMAL.replace("on: [k]", "on: [k]\n  hints: {right: BRODCAST}"))
     assert "join.hints.right" in message and "did you mean 'BROADCAST'" in message

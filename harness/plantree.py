@@ -1,0 +1,100 @@
+"""A physical plan's text (Spark's tree string) as a tree of operators, for the plan
+pictures of the reports: each node its operator name, the join nodes with strategy and
+build side, and its own line of text (shortened) for a tooltip.
+
+Spark prints a child under its parent with `+- ` (last child) or `:- ` (others), each
+level indented by three characters (`:  ` or three spaces). An adaptive plan prints
+`== Final Plan ==` / `== Initial Plan ==` (3.0: `== Current Plan ==`) sections under
+`AdaptiveSparkPlan`; each section is a tree of its own here.
+"""
+from __future__ import annotations
+
+import re
+
+from .vocab import JOIN_OPERATORS
+
+LINE = re.compile(r"^(?P<indent>(?:[ :|] {2})*)(?P<marker>[:+]- )?(?P<text>.*)$")
+SECTION = re.compile(r"^== (?P<name>[A-Za-z ]+) ==$")
+CODEGEN = re.compile(r"^\*\(\d+\)\s*")
+BUILD = re.compile(r"\bBuild(Left|Right)\b")
+TOOLTIP_CHARS = 240
+MAX_NODES = 400  # a picture, not an archive: the text keeps the rest
+
+
+def operator_name(text: str) -> str:
+    """`*(3) BroadcastHashJoin [k#1L], ...` → `BroadcastHashJoin`; `Exchange hashpartitioning(...)`
+    → `Exchange`; `Scan parquet default.t[...]` → `Scan parquet`."""
+    text = CODEGEN.sub("", text.strip())
+    if text.startswith(("Scan ", "FileScan ", "BatchScan ")):
+        return " ".join(text.split()[:2])
+    match = re.match(r"[A-Za-z][\w$]*", text)
+    return match.group(0) if match else text[:30]
+
+
+def _node(text: str) -> dict:
+    name = operator_name(text)
+    node = {"name": name, "text": text.strip()[:TOOLTIP_CHARS], "children": []}
+    if name in JOIN_OPERATORS:
+        build = BUILD.search(text)
+        node["join"] = {"strategy": name, "build_side": build.group(1).lower() if build else "none"}
+    return node
+
+
+def _parse_lines(lines: list[tuple[int, str]]) -> dict | None:
+    """(depth, text) lines in pre-order → the root node."""
+    root, stack, count = None, [], 0
+    for depth, text in lines:
+        count += 1
+        if count > MAX_NODES:
+            break
+        node = _node(text)
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        if stack:
+            stack[-1][1]["children"].append(node)
+        elif root is None:
+            root = node
+        else:  # a second root (text we do not know): keep the first tree
+            break
+        stack.append((depth, node))
+    return root
+
+
+def parse(text: str | None) -> dict:
+    """{section name: root node}: `plan` for a plain tree; `final` and `initial` (or
+    `current`) for an adaptive plan's sections. Empty for no text."""
+    if not text:
+        return {}
+    parsed = []
+    for raw in text.splitlines():
+        match = LINE.match(raw)
+        if not match or not match.group("text").strip():
+            continue
+        depth = len(match.group("indent")) // 3 + (1 if match.group("marker") else 0)
+        if parsed and not match.group("marker"):
+            depth += 0.5  # the unmarked root of a section, below its `== ... ==` line
+        parsed.append((depth, match.group("text")))
+    if not parsed:
+        return {}
+    adaptive = parsed[0][1].startswith("AdaptiveSparkPlan")
+    sections: dict[str, list] = {}
+    current = None
+    for depth, line in parsed[1:] if adaptive else parsed:
+        header = SECTION.match(line.strip())
+        if adaptive and header and depth == 1:
+            current = header.group("name").split()[0].lower()
+            sections[current] = []
+            continue
+        sections.setdefault(current or "plan", []).append((depth, line))
+    trees = {name: _parse_lines(lines) for name, lines in sections.items() if lines}
+    return {name: tree for name, tree in trees.items() if tree is not None}
+
+
+def compact(node: dict | None) -> list | None:
+    """[name, join strategy/build or "", children...]: what a picture needs, small enough
+    to embed every version's trees in the merged page."""
+    if node is None:
+        return None
+    join = node.get("join")
+    mark = f"{join['strategy']}|{join['build_side']}" if join else ""
+    return [node["name"], mark, *[compact(c) for c in node["children"]]]
