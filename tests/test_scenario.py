@@ -45,7 +45,7 @@ def test_unknown_table_and_column(write_scenario):
 def test_faker_providers_are_checked_when_the_file_loads(write_scenario):
     with_faker = MINIMAL.replace("      k: {sequence: {}}", "      k: {sequence: {}}\n      who: {faker: {provider: %s}}")
     message = error_of(write_scenario, with_faker % "frist_name")
-    assert message.endswith(":17: tables.b.columns.who.faker.provider: unknown Faker provider 'frist_name' "
+    assert message.endswith("case.yaml:12: tables.b.columns.who.faker.provider: unknown Faker provider 'frist_name' "
                             "(did you mean 'first_name'?)")
     assert "\n" not in message
     assert "not allowed" in error_of(write_scenario, with_faker % "binary")
