@@ -66,7 +66,7 @@ def _bytes(value) -> str:
     return "unknown" if value is None else f"{int(value):,} B"
 
 
-def _conf_bytes(value) -> str:
+def conf_bytes(value) -> str:
     """A size config as Spark reports it (`10485760b`, `-1`) in the words of the estimates."""
     text = "unknown" if value is None else str(value)
     digits = text[:-1] if text.lower().endswith("b") else text
@@ -87,7 +87,7 @@ def why_lines(record: dict) -> list[str]:
     threshold = (observed.get("join_conf") or {}).get(THRESHOLD)
     if estimates:
         sizes = ", ".join(f"{side} {_bytes(estimates[side].get('size_in_bytes'))}" for side in ("left", "right"))
-        lines.append(f"estimates: {sizes}; {THRESHOLD} {_conf_bytes(threshold)}")
+        lines.append(f"estimates: {sizes}; {THRESHOLD} {conf_bytes(threshold)}")
     runtime = (observed.get("final") or {}).get("runtime")
     if runtime:
         sizes = ", ".join(f"{side} {_bytes(runtime[side].get('size_in_bytes'))}" for side in ("left", "right")

@@ -12,7 +12,9 @@ import json
 from pathlib import Path
 
 from . import diff
-from .util import atomic_write_text, jinja_env
+from .util import atomic_write_text, jinja_env, script_json
+from .describe import conf_bytes, expectation_words
+from .plantree import pictures
 from .report import top_join
 from .vocab import describe_join, version_sort_key
 
@@ -35,6 +37,17 @@ def _plan_label(record: dict, which: str) -> str:
     if node is None and record["observed"].get(which) is None:
         return ""
     return describe_join(node)
+
+
+def _plan_tree(record: dict, trees: dict) -> int | None:
+    """The index in `trees` of the record's plan picture (the plan that ran: final, else
+    initial); identical trees are stored once, so many versions cost little."""
+    drawn = pictures(record) if record["kind"] == "case" else None
+    tree = drawn and (drawn["final"] or drawn["initial"])
+    if not tree:
+        return None
+    key = json.dumps(tree, separators=(",", ":"))
+    return trees.setdefault(key, len(trees))
 
 
 def _cell(record: dict, folder: str) -> dict:
@@ -72,10 +85,10 @@ def _detail(record: dict, folder: str) -> dict:
         "joins": {which: [describe_join(n, join_type=True, tables=True) for n in (observed.get(which) or {}).get("joins", [])]
                   for which in ("initial", "final") if observed.get(which)},
         "estimates": {side: estimate[side]["size_in_bytes"] for side in ("left", "right")} if estimate else None,
-        "threshold": join_conf.get("spark.sql.autoBroadcastJoinThreshold") or
-        (observed.get("conf") or {}).get("spark.sql.autoBroadcastJoinThreshold"),
+        "threshold": conf_bytes(join_conf.get("spark.sql.autoBroadcastJoinThreshold") or
+                                (observed.get("conf") or {}).get("spark.sql.autoBroadcastJoinThreshold")),
         "conf": observed.get("conf") or {},
-        "expected": {k: v for k, v in (record.get("expected") or {}).items() if k != "plan"},
+        "expected": expectation_words(record.get("expected")),
         "warnings": (observed.get("warnings") or [])[:5],
         "error": f"{observed['error']['class']}: {observed['error']['message'][:400]}" if observed.get("error") else "",
         "prediction": (record.get("model") or {}).get("explanation", ""),
@@ -100,12 +113,14 @@ def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None) -
     versions = list(results)
     links = links or {}
     rows: dict[str, dict] = {}
+    trees: dict[str, int] = {}
     for version, doc in results.items():
         for record in doc["cases"]:
             row = rows.setdefault(record["case_id"], {"id": record["case_id"], "file": record["file"],
                                                       "folder": record["file"].split("/")[-2] if "/" in record["file"] else "",
                                                       "tags": record.get("tags", []), "cells": {}})
             row["cells"][version] = _cell(record, links.get(version, version))
+            row["cells"][version]["plan"] = _plan_tree(record, trees)
     for row in rows.values():
         previous = None
         for version in versions:
@@ -131,18 +146,8 @@ def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None) -
             upgrades[f"{old}|{new}"] = {kind: entries for kind, entries in grouped.items() if entries}
     return {"versions": versions, "rows": sorted(rows.values(), key=lambda r: (r["file"], r["id"])),
             "summary": summary, "upgrades": upgrades, "files": scenario_texts(rows),
-            "strategies": sorted({s for doc in summary.values() for s in doc["by_strategy"]})}
-
-
-def script_json(data) -> str:
-    """JSON that is inert inside a <script> element whatever the scenario text holds:
-    `<`, `>` and `&` as \\u escapes, so no `</script>` or `<!--<script` can change how
-    the HTML parser reads the element, and the JavaScript line separators escaped too."""
-    text = json.dumps(data, default=str)
-    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(char, escape)
-    return text
+            "strategies": sorted({s for doc in summary.values() for s in doc["by_strategy"]}),
+            "trees": [json.loads(key) for key in trees]}
 
 
 def render(data: dict, title: str = "Join strategies across Spark versions") -> str:

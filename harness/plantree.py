@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from .describe import conf_bytes
 from .vocab import JOIN_OPERATORS
 
 LINE = re.compile(r"^(?P<indent>(?:[ :|] {2})*)(?P<marker>[:+]- )?(?P<text>.*)$")
@@ -91,10 +92,39 @@ def parse(text: str | None) -> dict:
 
 
 def compact(node: dict | None) -> list | None:
-    """[name, join strategy/build or "", children...]: what a picture needs, small enough
-    to embed every version's trees in the merged page."""
+    """[name, build side of a join node ("left", "right", "none") or "" for other
+    operators, children...]: what a picture needs, small enough to embed every version's
+    trees in the merged page."""
     if node is None:
         return None
     join = node.get("join")
-    mark = f"{join['strategy']}|{join['build_side']}" if join else ""
-    return [node["name"], mark, *[compact(c) for c in node["children"]]]
+    return [node["name"], join["build_side"] if join else "", *[compact(c) for c in node["children"]]]
+
+
+def _ran_section(sections: dict, adaptive_final: bool) -> dict | None:
+    return sections.get("final") or sections.get("current") or (sections.get("plan") if adaptive_final else None)
+
+
+def pictures(record: dict) -> dict | None:
+    """What the plan pictures of one case record draw: the initial plan's tree and, where
+    the case ran, the final plan's (None where it is the initial one again), with the top
+    join's estimates, run-time sizes (AQE) and the broadcast threshold; None when the
+    record keeps no plan text (a cross-strategy check, `--plan-text failed`)."""
+    observed = record.get("observed") or {}
+    initial_text = (observed.get("initial") or {}).get("text")
+    final_text = (observed.get("final") or {}).get("text")
+    if not initial_text and not final_text:
+        return None
+    from_initial = parse(initial_text)
+    initial = from_initial.get("initial") or from_initial.get("plan")
+    final = _ran_section(parse(final_text), adaptive_final=True) if final_text else None
+    final = final or _ran_section(from_initial, adaptive_final=False)
+    trees = {"initial": compact(initial), "final": compact(final)}
+    if trees["final"] == trees["initial"]:
+        trees["final"] = None
+    estimate = (observed.get("estimates") or [None])[0] or {}
+    runtime = (observed.get("final") or {}).get("runtime") or {}
+    return {**trees,
+            "estimates": {side: (estimate.get(side) or {}).get("size_in_bytes") for side in ("left", "right")},
+            "runtime": {side: (runtime.get(side) or {}).get("size_in_bytes") for side in ("left", "right")},
+            "threshold": conf_bytes((observed.get("join_conf") or {}).get("spark.sql.autoBroadcastJoinThreshold"))}

@@ -9,11 +9,13 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 from pathlib import Path
 
 import jsonschema
+from markupsafe import Markup, escape
 
-from .util import atomic_write_text, jinja_env, remove_stale_temps
+from .util import atomic_write_text, jinja_env, remove_stale_temps, script_json
 from .scenario import SCHEMA_DIR
 
 STATUS_ORDER = {"correctness": 0, "failed": 1, "error": 2, "timeout": 3, "invalid": 4, "known_bug": 5,
@@ -106,10 +108,25 @@ def validate_results(results: dict) -> None:
 
 
 def render_html(results: dict) -> str:
+    from .describe import expectation_words
+    from .plantree import pictures
     env = jinja_env()
     env.filters["bytes"] = lambda n: "" if n is None else f"{n:,}"
+    env.filters["breakable"] = breakable
     env.globals["top_join"] = top_join
-    return env.get_template("report.html.j2").render(results=results)
+    env.globals["expectation_words"] = expectation_words
+    drawn = {r["case_id"]: p for r in results["cases"] if r["kind"] == "case" and (p := pictures(r))}
+    return env.get_template("report.html.j2").render(results=results, pictures=drawn,
+                                                     pictures_json=script_json(drawn))
+
+
+def breakable(text) -> Markup:
+    """An id or path that may wrap after `[`, `-`, `_`, `@`, `/`, `,`, `.` and `=` and
+    between the words of a camelCase name, never inside a word or a number."""
+    escaped = str(escape(str(text)))
+    escaped = re.sub(r"([\[\-_@/,=])", "\\1<wbr>", escaped)
+    escaped = re.sub(r"(?<=[a-z])\.(?=[a-z])", ".<wbr>", escaped)
+    return Markup(re.sub(r"(?<=[a-z])(?=[A-Z])", "<wbr>", escaped))
 
 
 def write_reports(report_dir: str | os.PathLike, records: list[dict], invalid: list[dict]) -> list[Path]:

@@ -1,6 +1,7 @@
 """Small helpers shared by every stage: safe text for terminals and pages, atomic files."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -93,3 +94,14 @@ def remove_stale_temps(folder: Path) -> int:
             except OSError:
                 pass
     return removed
+
+
+def script_json(data) -> str:
+    """JSON that is inert inside a <script> element whatever the scenario text holds:
+    `<`, `>` and `&` as \\u escapes, so no `</script>` or `<!--<script` can change how
+    the HTML parser reads the element, and the JavaScript line separators escaped too."""
+    text = json.dumps(data, default=str)
+    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escape)
+    return text

@@ -1,0 +1,63 @@
+"""Plan text → operator trees for the plan pictures, on plan texts Spark printed (tests/data:
+4.3.0 and 3.1.3, adaptive and static, an adaptive plan nested in a cached relation)."""
+from pathlib import Path
+
+from harness import plantree
+
+DATA = Path(__file__).parent / "data"
+
+
+def _text(name):
+    return (DATA / name).read_text()
+
+
+def _names(node, depth=0):
+    out = [("  " * depth) + node["name"] + (f" [{node['join']['build_side']}]" if "join" in node else "")]
+    for child in node["children"]:
+        out += _names(child, depth + 1)
+    return out
+
+
+def test_an_adaptive_plan_gives_its_final_and_initial_trees():
+    trees = plantree.parse(_text("plan-4.3.0-aqe-final.txt"))
+    assert set(trees) == {"final", "initial"}
+    final = _names(trees["final"])
+    assert final[:7] == ["ResultQueryStage", "  HashAggregate", "    ShuffleQueryStage", "      Exchange",
+                         "        HashAggregate", "          Project", "            BroadcastHashJoin [right]"]
+    join = trees["final"]["children"][0]["children"][0]["children"][0]["children"][0]["children"][0]["children"][0]
+    assert [c["name"] for c in join["children"]] == ["AQEShuffleRead", "BroadcastQueryStage"]
+    assert "        SortMergeJoin [none]" in _names(trees["initial"])
+    assert trees["initial"]["name"] == "HashAggregate"
+
+
+def test_spark_3_1_names_and_a_static_plan():
+    final = _names(plantree.parse(_text("plan-3.1.3-aqe-final.txt"))["final"])
+    assert any("CustomShuffleReader" in line for line in final)  # 3.1's name of AQEShuffleRead
+    static = plantree.parse(_text("plan-4.3.0-static.txt"))
+    assert set(static) == {"plan"}
+    names = _names(static["plan"])
+    assert "        SortMergeJoin [none]" in names and names.count("          Sort") == 2
+
+
+def test_a_nested_adaptive_plan_stays_inside_its_parent():
+    names = _names(plantree.parse(_text("plan-4.3.0-nested-aqe.txt"))["plan"])
+    at = names.index("                InMemoryRelation")
+    assert names[at + 1].strip() == "AdaptiveSparkPlan"
+    assert names[at + 2].strip() == "== Final Plan ==" and names[at + 3].strip() == "ResultQueryStage"
+    assert names[-4:] == ["          Sort", "            Exchange", "              Project", "                Range"]
+
+
+def test_pictures_of_a_record_and_text_that_is_not_a_plan():
+    record = {"kind": "case", "observed": {"initial": {"text": _text("plan-4.3.0-aqe-final.txt")},
+                                           "final": {"text": _text("plan-4.3.0-aqe-final.txt"),
+                                                     "runtime": {"left": {"size_in_bytes": 5}}},
+                                           "estimates": [{"left": {"size_in_bytes": 36}, "right": {"size_in_bytes": 24}}],
+                                           "join_conf": {"spark.sql.autoBroadcastJoinThreshold": "10485760b"}}}
+    drawn = plantree.pictures(record)
+    assert drawn["initial"][0] == "HashAggregate" and drawn["final"][0] == "ResultQueryStage"
+    assert drawn["estimates"] == {"left": 36, "right": 24} and drawn["runtime"] == {"left": 5, "right": None}
+    assert drawn["threshold"] == "10,485,760 B"
+    assert plantree.pictures({"observed": {}}) is None
+    assert plantree.parse("") == {} and plantree.parse("<script>alert(1)</script>")["plan"]["name"] == "<script>alert(1)</script>"  # escaped when drawn
+    deep = "\n".join(("   " * i) + "+- Project" for i in range(5000))
+    assert len(_names(plantree.parse("Root\n" + deep)["plan"])) == plantree.MAX_NODES
