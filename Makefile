@@ -62,8 +62,9 @@ accept: env
 	$(PY) -m harness accept $(VERSIONS) $(if $(K),-k "$(K)") $(if $(DRY),--dry-run)
 
 ## the upgrade diff between two versions' results: make diff FROM=3.5.9 TO=4.3.0
+## (FAIL_ON="strategy,build side" exits 1 when a case changed in those kinds: for CI)
 diff: env
-	$(PY) -m harness diff $(FROM) $(TO)
+	$(PY) -m harness diff $(FROM) $(TO) $(if $(FAIL_ON),--fail-on "$(FAIL_ON)")
 
 clean:
 	rm -rf reports/*/ .pytest_cache

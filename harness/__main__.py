@@ -12,6 +12,9 @@ def main(argv: list[str] | None = None) -> int:
     diff.add_argument("old", help="Spark version, e.g. 3.5.7 (reads <report-dir>/<version>/results.json)")
     diff.add_argument("new", help="Spark version, e.g. 4.3.0")
     diff.add_argument("--report-dir", default="reports")
+    diff.add_argument("--fail-on", default="", metavar="KINDS",
+                      help="exit 1 when a case changed in one of these kinds, comma-separated "
+                           "(e.g. 'strategy,build side,result'; for CI)")
     matrix = commands.add_parser("matrix", help="run the suite on several Spark versions, one environment each")
     matrix.add_argument("versions", nargs="*", help="PySpark versions (default: latest patch of 3.0 ... 4.3)")
     matrix.add_argument("--report-dir", default="reports")
@@ -79,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "diff":
         from . import diff as upgrade_diff
         try:
-            return upgrade_diff.main(args.old, args.new, args.report_dir)
+            return upgrade_diff.main(args.old, args.new, args.report_dir, upgrade_diff.parse_kinds(args.fail_on))
         except (FileNotFoundError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

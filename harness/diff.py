@@ -165,7 +165,21 @@ def format_diff(old_version: str, new_version: str, grouped: dict) -> str:
     return "\n".join(lines)
 
 
-def main(old_version: str, new_version: str, report_dir: str = "reports") -> int:
+def parse_kinds(text: str) -> tuple[str, ...]:
+    """`strategy,build side` → the kinds a CI job fails on (ValueError names an unknown one)."""
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise ValueError(f"--fail-on: unknown kind {unknown[0]!r}; kinds: {', '.join(KINDS)}")
+    return kinds
+
+
+def main(old_version: str, new_version: str, report_dir: str = "reports", fail_on: tuple[str, ...] = ()) -> int:
+    """0, or 1 when a case changed in one of the `fail_on` kinds (for a CI job)."""
     grouped = diff_results(load_results(report_dir, old_version), load_results(report_dir, new_version))
     print(format_diff(old_version, new_version, grouped))
+    failing = [kind for kind in fail_on if grouped[kind]]
+    if failing:
+        print(f"\nfailing: changes of kind {', '.join(failing)} (--fail-on)")
+        return 1
     return 0

@@ -296,12 +296,12 @@ class HarnessReporter:
         self.progress = Progress(report.installed_spark(), config)
 
     def pytest_collection_finish(self, session):
-        self.progress.start(len(session.items))
+        self.progress.start([item.nodeid for item in session.items])
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids):
         if not self.progress.total:
-            self.progress.start(len(ids))
+            self.progress.start(ids)
 
     def pytest_runtest_logreport(self, report):
         self.progress.seen(report)
@@ -327,8 +327,10 @@ class HarnessReporter:
         report_dir = self.config.getoption("report_dir")
         try:
             self.written = report.write_reports(report_dir, list(self.records.values()), invalid)
+            from .summary import write_summary  # for a CI job summary
             from .merged import write_merged  # every version's results side by side
-            self.written.append(write_merged(report_dir))
+            extra = [write_summary(report_dir, self.written[0].parent.name), write_merged(report_dir)]
+            self.written += [path for path in extra if path is not None]
         except OSError as exc:
             self.failed_write = one_line(f"join harness: reports not written to {report_dir}: {exc}")
             return
@@ -389,9 +391,12 @@ class HarnessReporter:
 
 class Progress:
     """Plain progress lines with an ETA: at every tenth of the items or every minute,
-    whichever comes first; readable in a terminal and in a CI log alike."""
+    whichever comes first; readable in a terminal and in a CI log alike. The ETA weighs
+    each item by what it took last time (results.json), else by a guess per kind, since
+    the longest files run first: counting items alone promised hours at the start."""
 
     EVERY_S = 60.0
+    GUESS_S = {"check": 3.0, "case": 0.3}
 
     def __init__(self, spark_version: str, config):
         self.label = f"spark {spark_version}"
@@ -401,9 +406,16 @@ class Progress:
         self.failing = 0
         self.started = self.last_line = 0.0
         self.next_tenth = 1
+        self.expected: dict[str, float] = {}
+        self.expected_done = 0.0
 
-    def start(self, total: int) -> None:
-        self.total = total
+    def start(self, nodeids: list[str]) -> None:
+        took = _previous_durations(self.config)
+        for nodeid in nodeids:
+            name = nodeid.rpartition("::")[2]
+            guess = self.GUESS_S["check" if "agree" in name else "case"] if ".y" in nodeid else 1.0
+            self.expected[nodeid] = took.get(name, guess)
+        self.total = len(nodeids)
         self.started = self.last_line = time.monotonic()
 
     def seen(self, report) -> None:
@@ -412,6 +424,7 @@ class Progress:
         if report.when != "teardown" or not self.total:
             return
         self.done += 1
+        self.expected_done += self.expected.get(report.nodeid, 0.0)
         now = time.monotonic()
         tenth_reached = self.done * 10 >= self.next_tenth * self.total
         if tenth_reached or now - self.last_line >= self.EVERY_S:
@@ -420,14 +433,19 @@ class Progress:
             self.last_line = now
             self._write(self.line(now - self.started))
 
+    def eta(self, elapsed: float) -> str:
+        expected_total = sum(self.expected.values())
+        if not self.done or not expected_total or self.expected_done < 0.02 * expected_total:
+            return "ETA estimating"
+        remaining = expected_total - self.expected_done
+        return f"ETA {clock(elapsed * remaining / self.expected_done)}"
+
     def line(self, elapsed: float) -> str:
-        eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
         return (f"[{self.label}] {self.done}/{self.total} items ({100 * self.done // self.total}%) · "
-                f"{clock(elapsed)} elapsed · ETA {clock(eta)} · {self.failing} failing")
+                f"{clock(elapsed)} elapsed · {self.eta(elapsed)} · {self.failing} failing")
 
     def _write(self, text: str) -> None:
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         if terminal is not None:
             terminal.write("\n")  # pytest's progress dots leave the line open
             terminal.write_line(text)
-
