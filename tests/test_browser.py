@@ -139,3 +139,16 @@ def test_merged_page_shows_two_versions_pictures_with_changes_marked(planned_rep
     assert "Spark 3.1.3: plan that ran" in dom and "Spark 4.3.0: plan that ran" in dom
     assert dom.count("pic-changed") >= 2  # CustomShuffleReader (3.1) against AQEShuffleRead (4.x)
     assert "— differs" in dom
+
+
+def test_a_partial_run_keeps_the_other_cases_on_the_page(tmp_path, monkeypatch):
+    from harness import report
+    monkeypatch.setattr(report._CaseIndex, "has", lambda self, file, case_id: True)  # their scenarios still exist
+    full = [fake_record(f"c{i}[inner]", "SortMergeJoin") for i in range(5)]
+    report.write_reports(tmp_path, full, [])
+    rerun = [fake_record("c1[inner]", "ShuffledHashJoin")]  # e.g. `pytest scenarios/equi/c1.yaml`
+    json_path, page = report.write_reports(tmp_path, rerun, [])
+    dom = _chromium(tmp_path, page.as_uri(), "--dump-dom")
+    assert "5 shown" in dom
+    assert len(json.loads(json_path.read_text())["cases"]) == 5
+    assert re.search(r'id="c1\[inner\]".*?ShuffledHashJoin', dom, re.S)
