@@ -115,7 +115,8 @@ def render_html(results: dict) -> str:
     env.filters["breakable"] = breakable
     env.globals["top_join"] = top_join
     env.globals["expectation_words"] = expectation_words
-    drawn = {r["case_id"]: p for r in results["cases"] if r["kind"] == "case" and (p := pictures(r))}
+    drawn = {r["case_id"]: pictures(r) for r in results["cases"] if r["kind"] == "case"}
+    drawn = {case_id: picture for case_id, picture in drawn.items() if picture}
     return env.get_template("report.html.j2").render(results=results, pictures=drawn,
                                                      pictures_json=script_json(drawn))
 

@@ -25,7 +25,7 @@ import yaml
 
 from . import confs
 from .synthetic import twin_data
-from .util import one_line, printable
+from .util import display_path, one_line, printable
 from .vocab import JOIN_TYPES, STRATEGY_HINTS
 
 # Shipped inside the package; the top-level schemas/ links to these files (the contract).
@@ -57,7 +57,8 @@ class ScenarioError(Exception):
 
     def __init__(self, path: str | Path, line: int | None, field_path: str, message: str):
         self.path, self.line, self.field_path, self.message = str(path), line, field_path, one_line(message)
-        where = f"{self.path}:{line}" if line else self.path
+        shown = display_path(path)  # relative to the project root when below it
+        where = f"{shown}:{line}" if line else shown
         super().__init__(one_line(f"{where}: {field_path or '(file)'}: {self.message}"))
 
 
