@@ -19,6 +19,7 @@ SECTION = re.compile(r"^== (?P<name>[A-Za-z ]+) ==$")
 CODEGEN = re.compile(r"^\*\(\d+\)\s*")
 BUILD = re.compile(r"\bBuild(Left|Right)\b")
 TOOLTIP_CHARS = 240
+FINAL_MARK = "AdaptiveSparkPlan isFinalPlan=true"
 MAX_NODES = 400  # a picture, not an archive: the text keeps the rest
 
 
@@ -117,6 +118,8 @@ def pictures(record: dict) -> dict | None:
         return None
     from_initial = parse(initial_text)
     initial = from_initial.get("initial") or from_initial.get("plan")
+    if initial_text and initial_text.startswith(FINAL_MARK) and "initial" not in from_initial:
+        initial = None  # printed after the run, Spark 3.0/3.1 show only the final plan
     final = _ran_section(parse(final_text), adaptive_final=True) if final_text else None
     final = final or _ran_section(from_initial, adaptive_final=False)
     trees = {"initial": compact(initial), "final": compact(final)}

@@ -61,3 +61,11 @@ def test_pictures_of_a_record_and_text_that_is_not_a_plan():
     assert plantree.parse("") == {} and plantree.parse("<script>alert(1)</script>")["plan"]["name"] == "<script>alert(1)</script>"  # escaped when drawn
     deep = "\n".join(("   " * i) + "+- Project" for i in range(5000))
     assert len(_names(plantree.parse("Root\n" + deep)["plan"])) == plantree.MAX_NODES
+
+
+def test_spark_3_0_prints_only_the_final_plan_after_the_run():
+    text = _text("plan-3.0.3-aqe-final.txt")  # smj_to_bhj_runtime[aqe=on] on 3.0.3, printed after the run
+    drawn = plantree.pictures({"observed": {"initial": {"text": text}, "final": {"text": text}}})
+    assert drawn["initial"] is None  # not drawn as the initial plan: it is the final one
+    assert "          BroadcastHashJoin [right]" in _names(plantree.parse(text)["plan"])
+    assert drawn["final"][0] == "HashAggregate"
