@@ -16,6 +16,19 @@ def test_explain_prints_the_rules_next_to_what_spark_chose(write_scenario, sessi
     assert "≤ autoBroadcastJoinThreshold 10,485,760 B (both fit: the smaller) → BroadcastHashJoin, build right" in text
     assert "observed: BroadcastHashJoin (build right)  [agrees]" in text
     assert "the model agrees on 1 of 1 cases (100.0%)" in text
+    assert "expected: BroadcastHashJoin (build right) → holds" in text
+
+
+def test_explain_says_whether_the_expectation_holds_and_what_it_cannot_check(write_scenario, session):
+    wrong = MINIMAL.replace("  build_side: right\n", "  build_side: left\n  rows: 100\n")
+    out = io.StringIO()
+    explain.main([str(write_scenario(wrong))], out=out)
+    assert ("expected: BroadcastHashJoin (build left); 100 rows → DOES NOT HOLD: initial plan: expected build side "
+            "left, observed BroadcastHashJoin (build right) (needs the query to run, not checked here: rows)") in out.getvalue()
+    final_only = MINIMAL.replace("  build_side: right\n", "  build_side: right\n  plan: final\n")
+    out = io.StringIO()
+    explain.main([str(write_scenario(final_only, "final.yaml"))], out=out)
+    assert "→ needs the query to run (strategy, build_side): pytest checks it" in out.getvalue()
 
 
 def test_strategy_predicted_holds_spark_to_the_rules(write_scenario, session):
