@@ -20,12 +20,11 @@ import struct
 from pathlib import Path
 
 from .util import atomic_write_text
-from .vocab import JOIN_OPERATORS
+from .plantree import join_of
 
 START = "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
 ADAPTIVE_UPDATE = "org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate"
 LOG_START = "SparkListenerLogStart"
-BUILD = re.compile(r"\bBuild(Left|Right)\b")
 
 
 class BaselineError(Exception):
@@ -168,10 +167,9 @@ def join_nodes(plan_info: dict) -> list[dict]:
     found, stack = [], [plan_info]
     while stack:
         node = stack.pop()
-        name = str(node.get("nodeName", ""))
-        if name in JOIN_OPERATORS:
-            build = BUILD.search(str(node.get("simpleString", "")))
-            found.append({"strategy": name, "build_side": build.group(1).lower() if build else "none"})
+        join = join_of(str(node.get("nodeName", "")), str(node.get("simpleString", "")))
+        if join:
+            found.append(join)
         stack.extend(reversed(node.get("children") or []))
     return found
 

@@ -33,13 +33,34 @@ def operator_name(text: str) -> str:
     return match.group(0) if match else text[:30]
 
 
+def join_of(name: str, text: str) -> dict | None:
+    """A join operator's strategy and build side from its name and its line of plan text
+    (`BroadcastHashJoin [k#1L], [k#2L], Inner, BuildRight, false`); None for other
+    operators. The one reading of a printed join: plan pictures, event logs (harness.baseline)."""
+    if name not in JOIN_OPERATORS:
+        return None
+    build = BUILD.search(text)
+    return {"strategy": name, "build_side": build.group(1).lower() if build else "none"}
+
+
 def _node(text: str) -> dict:
     name = operator_name(text)
     node = {"name": name, "text": text.strip()[:TOOLTIP_CHARS], "children": []}
-    if name in JOIN_OPERATORS:
-        build = BUILD.search(text)
-        node["join"] = {"strategy": name, "build_side": build.group(1).lower() if build else "none"}
+    join = join_of(name, text)
+    if join:
+        node["join"] = join
     return node
+
+
+def join_nodes(tree: dict | None) -> list[dict]:
+    """The join nodes of a parsed tree, pre-order (as harness.plans reads them from the JVM)."""
+    found, stack = [], [tree] if tree else []
+    while stack:
+        node = stack.pop()
+        if "join" in node:
+            found.append(node["join"])
+        stack.extend(reversed(node["children"]))
+    return found
 
 
 def _parse_lines(lines: list[tuple[int, str]]) -> dict | None:

@@ -69,3 +69,15 @@ def test_spark_3_0_prints_only_the_final_plan_after_the_run():
     assert drawn["initial"] is None  # not drawn as the initial plan: it is the final one
     assert "          BroadcastHashJoin [right]" in _names(plantree.parse(text)["plan"])
     assert drawn["final"][0] == "HashAggregate"
+
+
+def test_join_nodes_read_from_text_as_from_the_jvm():
+    # what harness.plans read from the JVM for these runs (initial plans, pre-order)
+    static = plantree.parse(_text("plan-4.3.0-static.txt"))["plan"]
+    assert plantree.join_nodes(static) == [{"strategy": "SortMergeJoin", "build_side": "none"}]
+    final = plantree.parse(_text("plan-4.3.0-aqe-final.txt"))
+    assert plantree.join_nodes(final["final"]) == [{"strategy": "BroadcastHashJoin", "build_side": "right"}]
+    assert plantree.join_nodes(final["initial"]) == [{"strategy": "SortMergeJoin", "build_side": "none"}]
+    assert plantree.join_of("ShuffledHashJoin", "ShuffledHashJoin [k#1L], [k#2L], LeftOuter, BuildLeft") == \
+        {"strategy": "ShuffledHashJoin", "build_side": "left"}
+    assert plantree.join_of("Project", "Project [BuildLeft#1]") is None
