@@ -66,16 +66,29 @@ def _bytes(value) -> str:
     return "unknown" if value is None else f"{int(value):,} B"
 
 
+def _forced_run_words(run: dict) -> str:
+    if run.get("error"):
+        return f"{run['forced']}: {run['error']}"
+    node = {"strategy": run.get("strategy") or "none", "build_side": run.get("build_side") or "none"}
+    return f"{run['forced']}: {describe_join(node)} → {run.get('rows')} rows, checksum {run.get('checksum')}"
+
+
 def conf_bytes(value) -> str:
-    """A size config as Spark reports it (`10485760b`, `-1`) in the words of the estimates."""
+    """The broadcast threshold as Spark reports it (`10485760b`, `-1`) in the words of the
+    estimates; a negative one disables broadcasting."""
     text = "unknown" if value is None else str(value)
     digits = text[:-1] if text.lower().endswith("b") else text
-    return _bytes(digits) if digits.lstrip("-").isdigit() else text
+    if not digits.lstrip("-").isdigit():
+        return text
+    return f"{digits} (broadcasting disabled)" if int(digits) < 0 else _bytes(digits)
 
 
 def why_lines(record: dict) -> list[str]:
-    """Why Spark chose what it chose, for a case record (JSON form): a few lines."""
+    """Why Spark chose what it chose, for a case record (JSON form): a few lines; for a
+    cross-strategy check, what each forced strategy answered."""
     observed = record.get("observed") or {}
+    if record.get("kind") == "agreement":
+        return [_forced_run_words(run) for run in observed.get("agreement") or []]
     lines = []
     verdict = record.get("model") or {}
     if verdict.get("explanation"):

@@ -233,7 +233,7 @@ class CaseFailed(Exception):
 def _why(record: dict) -> list[str]:
     from .describe import expectation_words, why_lines
     if record["kind"] == "agreement":
-        return []
+        return why_lines(record)
     return [f"expected: {expectation_words(record.get('expected'))}", *why_lines(record)]
 
 
