@@ -3,16 +3,23 @@ from pathlib import Path
 
 import pytest
 
+# Imported when the tests are collected, before any `pytester` fixture: pytester drops at
+# the end of each test the modules imported during it, so PySpark or harness modules first
+# imported inside a test would be imported afresh in the next one, with no SparkContext in
+# their class attributes while the JVM of this process still runs (the next in-process
+# run then fails in F.expr on `SparkContext._active_spark_context`).
+import harness.agreement  # noqa: E402,F401
+import harness.plugin  # noqa: E402,F401
+import harness.runner  # noqa: E402,F401
+import harness.session  # noqa: E402,F401
+import pyspark.sql.functions  # noqa: E402,F401
+
 
 @pytest.fixture
 def session():
     # Not session-scoped: a fault test may stop the SparkContext; get_session() then builds
     # a new one (and otherwise returns the one this process already has).
     from harness.session import get_session
-    # Imported here, before any in-process pytester run: pytester drops the modules a run
-    # imported when it ends, and a PySpark module imported again holds none of the
-    # process's SparkContext (the next run's F.expr then fails on `_active_spark_context`).
-    import harness.runner, harness.agreement, pyspark.sql.functions  # noqa: F401,E401
     return get_session()
 
 
