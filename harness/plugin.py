@@ -24,6 +24,8 @@ from .util import TEMP_MARK, clock, display_path, one_line
 RECORD_KEY = "harness_record"
 OPTIONS = pytest.StashKey[RunOptions]()
 FAILING = {"failed", "error", "timeout", "correctness"}
+# What an item takes when the last results do not say: a cross-strategy check runs ~7 queries.
+GUESS_S = {"check": 3.0, "case": 0.3}
 
 
 def pytest_addoption(parser):
@@ -92,7 +94,7 @@ def pytest_collection_modifyitems(session, config, items):
     cost: dict = {}
     for item in items:
         case = getattr(item, "case", None)
-        guess = 0.0 if case is None else 3.0 if isinstance(item, AgreementItem) else 0.3
+        guess = 0.0 if case is None else GUESS_S["check" if isinstance(item, AgreementItem) else "case"]
         cost[item.path] = cost.get(item.path, 0.0) + took.get(item.name, guess)
     checks = {id(item.case): item for item in items if isinstance(item, AgreementItem)}
     paired = []
@@ -396,7 +398,6 @@ class Progress:
     the longest files run first: counting items alone promised hours at the start."""
 
     EVERY_S = 60.0
-    GUESS_S = {"check": 3.0, "case": 0.3}
 
     def __init__(self, spark_version: str, config):
         self.label = f"spark {spark_version}"
@@ -413,7 +414,7 @@ class Progress:
         took = _previous_durations(self.config)
         for nodeid in nodeids:
             name = nodeid.rpartition("::")[2]
-            guess = self.GUESS_S["check" if "agree" in name else "case"] if ".y" in nodeid else 1.0
+            guess = GUESS_S["check" if "agree" in name else "case"] if ".y" in nodeid else 1.0
             self.expected[nodeid] = took.get(name, guess)
         self.total = len(nodeids)
         self.started = self.last_line = time.monotonic()
