@@ -33,7 +33,7 @@ def _ran_plan(record: dict) -> str | None:
     return None if observed.get("adaptive") else "initial"
 
 
-def _incomparable(record: dict) -> str:
+def incomparable(record: dict) -> str:
     """Why a record cannot be compared: a timed-out or lost case did not finish, so the
     absence of a final plan, rows or error says nothing about Spark."""
     if record["status"] == "timeout":
@@ -79,9 +79,9 @@ def _describe_shape(shape: tuple) -> str:
 
 def case_changes(old: dict, new: dict) -> list[tuple[str, str]]:
     """(kind, text) for each way `new` differs from `old`, for one case."""
-    why = _incomparable(old) or _incomparable(new)
+    why = incomparable(old) or incomparable(new)
     if why:
-        side = "old" if _incomparable(old) else "new"
+        side = "old" if incomparable(old) else "new"
         return [("not comparable", f"{why} on the {side} version ({old['status']} → {new['status']})")]
     changes = _plan_changes(old, new)
     o_old, o_new = old["observed"], new["observed"]

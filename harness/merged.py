@@ -39,15 +39,17 @@ def _plan_label(record: dict, which: str) -> str:
     return describe_join(node)
 
 
-def _plan_tree(record: dict, trees: dict) -> int | None:
-    """The index in `trees` of the record's plan picture (the plan that ran: final, else
-    initial); identical trees are stored once, so many versions cost little."""
+def _plan_tree(record: dict, trees: dict) -> tuple[int | None, str]:
+    """(index in `trees`, which plan) of the record's plan picture: the final plan where
+    the case ran, else the initial one; identical trees are stored once, so many versions
+    cost little."""
     drawn = pictures(record) if record["kind"] == "case" else None
-    tree = drawn and (drawn["final"] or drawn["initial"])
+    which = "final" if drawn and drawn["final"] else "initial"
+    tree = drawn and drawn[which]
     if not tree:
-        return None
+        return None, ""
     key = json.dumps(tree, separators=(",", ":"))
-    return trees.setdefault(key, len(trees))
+    return trees.setdefault(key, len(trees)), which
 
 
 def _cell(record: dict, folder: str) -> dict:
@@ -120,15 +122,17 @@ def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None) -
                                                       "folder": record["file"].split("/")[-2] if "/" in record["file"] else "",
                                                       "tags": record.get("tags", []), "cells": {}})
             row["cells"][version] = _cell(record, links.get(version, version))
-            row["cells"][version]["plan"] = _plan_tree(record, trees)
+            cell = row["cells"][version]
+            cell["plan"], cell["plan_which"] = _plan_tree(record, trees)
+            # a case cut short says nothing of what Spark would do: never marked changed
+            cell["comparable"] = not diff.incomparable(record)
     for row in rows.values():
         previous = None
         for version in versions:
             cell = row["cells"].get(version)
             if cell is None:
                 continue
-            cell["comparable"] = cell["status"] != "timeout" and cell["error"] != "WorkerLost"
-            if not cell["comparable"]:  # cut short: says nothing of what Spark would do
+            if not cell["comparable"]:
                 cell["changed"] = False
                 continue
             signature = (cell["initial"], cell["final"], cell["rows"], cell["error"])

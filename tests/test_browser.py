@@ -136,7 +136,7 @@ def test_merged_page_shows_two_versions_pictures_with_changes_marked(planned_rep
     assert 'id="strategy-chart"' in dom and 'data-strategy="BroadcastHashJoin" data-version="3.1.3"' in dom
     dom = _chromium(tmp_path, page.as_uri() + "#open=smj%5Baqe%3Don%5D&from=3.1.3&to=4.3.0", "--dump-dom")
     assert len(DRAWN.findall(dom)) == 2
-    assert "Spark 3.1.3: plan that ran" in dom and "Spark 4.3.0: plan that ran" in dom
+    assert "Spark 3.1.3: final plan" in dom and "Spark 4.3.0: final plan" in dom
     assert dom.count("pic-changed") >= 2  # CustomShuffleReader (3.1) against AQEShuffleRead (4.x)
     assert "— differs" in dom
 

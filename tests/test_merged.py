@@ -28,3 +28,15 @@ def test_versions_side_by_side_with_changes_marked(tmp_path):
     # self-contained: nothing is fetched (links to a JIRA are links, not loads)
     assert not re.search(r"""(src|href)=["']?https?://(?!issues\.apache\.org/jira/)""", body)
     assert "<link" not in body and "<script src" not in body
+
+
+def test_a_timed_out_or_lost_cell_is_never_marked_changed():
+    old = fake_results([fake_record("a[inner]", "SortMergeJoin", spark="3.5.9"),
+                        fake_record("b[inner]", "SortMergeJoin", spark="3.5.9")], spark="3.5.9")
+    new = fake_results([fake_record("a[inner]", None, status="timeout", error={"class": "Timeout", "message": "x"}),
+                        fake_record("b[inner]", None, status="error", error={"class": "WorkerLost", "message": "y"})])
+    rows = {row["id"]: row for row in merged.matrix_data({"3.5.9": old, "4.3.0": new})["rows"]}
+    for case in ("a[inner]", "b[inner]"):
+        cell = rows[case]["cells"]["4.3.0"]
+        assert not cell["comparable"] and not cell["changed"]
+    assert rows["a[inner]"]["cells"]["3.5.9"]["plan"] is None  # no plan text: no picture
