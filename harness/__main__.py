@@ -31,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     accept.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     explain = commands.add_parser("explain", help="why Spark picks each case's strategy (the join-selection model)")
     explain.add_argument("paths", nargs="+", help="scenario files or folders")
+    connect = commands.add_parser("connect-test", help="the suite through a local Spark Connect server, "
+                                                      "compared with local mode")
+    connect.add_argument("--report-dir", default="reports")
+    connect.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
     cluster = commands.add_parser("cluster-test", help="the suite on a local standalone cluster, compared with local mode")
     cluster.add_argument("--report-dir", default="reports")
     cluster.add_argument("--workers", type=int, default=2, help="worker JVMs (1 core each)")
@@ -61,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         return production.main(args.path, args.out)
     if args.command == "capture":
         return _capture(args, parser)
+    if args.command == "connect-test":
+        from . import connecttest
+        return connecttest.main(args.report_dir, ["-k", args.keyword] if args.keyword else [])
     if args.command == "cluster-test":
         from . import cluster as standalone
         return standalone.main(args.report_dir, ["-k", args.keyword] if args.keyword else [], args.workers)

@@ -118,6 +118,9 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
     started = time.perf_counter()
     if case.scenario.plan_only:
         return _agreement_record(case, session, "skipped", f"{PLAN_ONLY}: no results to compare", [], [], started)
+    cannot = session.cannot_run(case)
+    if cannot:
+        return _agreement_record(case, session, "skipped", cannot, [], [], started)
     base_conf = absolute_conf(case.spark_conf)
     affordable = nested_loops_affordable(session, case)
     deadline = started + case.scenario.timeout  # one budget for all the forced runs

@@ -371,8 +371,13 @@ def catalog_table_name(seed: int, name: str, spec: dict, data_conf: dict | None 
     return f"{name}_{table_fingerprint(seed, name, spec, data_conf)}".lower()
 
 
+def _table_exists(spark, table: str) -> bool:
+    jsession = getattr(spark, "_jsparkSession", None)  # PySpark 3.0-3.2 lack catalog.tableExists
+    return jsession.catalog().tableExists(table) if jsession is not None else spark.catalog.tableExists(table)
+
+
 def _catalog_table(spark, table: str, df, analyze: str | None):
-    if not spark._jsparkSession.catalog().tableExists(table):
+    if not _table_exists(spark, table):
         df.write.format("parquet").saveAsTable(table)
         if analyze == "table":
             spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS")

@@ -48,6 +48,12 @@ def _relations(spark_id: int, spark, text: str) -> list[str]:
     return _PARSED[key]
 
 
+def remember_relations(spark, text: str, names: list[str]) -> None:
+    """The tables a query reads, as a parser elsewhere read them (through Spark Connect the
+    SQL guard's own Spark parses: harness.connect)."""
+    _PARSED[(id(spark), text)] = list(names)
+
+
 def needed_tables(spark, scenario: Scenario, names: list[str]) -> list[str]:
     """`names` and every table they are derived from, in the file's order (a derived table
     only reads tables declared above it, so that order builds inputs first)."""

@@ -13,6 +13,7 @@ DEFAULT_MASTER = "local[2]"
 @dataclass(frozen=True)
 class RunOptions:
     master: str = DEFAULT_MASTER
+    remote: str | None = None                          # a Spark Connect URL (sc://host:port): harness.connect
     spark_conf: dict = field(default_factory=dict)   # session configs (--spark-conf, --spark-conf-file)
     plan_text: str = "all"                             # `all` or `failed`: which cases keep plan text
     observe: bool = False                              # record without checking expectations
@@ -29,7 +30,7 @@ class RunOptions:
 
     @property
     def deployment(self) -> str:
-        return deployment(self.master)
+        return "connect" if self.remote else deployment(self.master)
 
     @classmethod
     def from_env(cls, **given) -> "RunOptions":
@@ -37,11 +38,16 @@ class RunOptions:
         base = {"work_dir": os.environ.get("HARNESS_WORK_DIR") or None,
                 "driver_memory": os.environ.get("HARNESS_DRIVER_MEMORY", "3g"),
                 "driver_jvm_flags": os.environ.get("HARNESS_DRIVER_JVM_FLAGS", cls.driver_jvm_flags),
-                "master": os.environ.get("HARNESS_SPARK_MASTER") or DEFAULT_MASTER}
+                "master": os.environ.get("HARNESS_SPARK_MASTER") or DEFAULT_MASTER,
+                "remote": os.environ.get("HARNESS_SPARK_REMOTE") or None}
         base.update({k: v for k, v in given.items() if v is not None})
         return cls(**base)
 
 
 def deployment(master: str | None) -> str:
-    """`local` for embedded local mode, `cluster` for any cluster master."""
-    return "local" if (master or "local").startswith("local") else "cluster"
+    """`local` for embedded local mode, `connect` for a Spark Connect URL, `cluster` for
+    any cluster master."""
+    master = master or "local"
+    if master.startswith("sc://"):
+        return "connect"
+    return "local" if master.startswith("local") else "cluster"

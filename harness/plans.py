@@ -187,6 +187,15 @@ def current_plan(dataframe):
     return dataframe._jdf.queryExecution().executedPlan()
 
 
+# Executions keyed by the plan's canonical form can be shared (harness.executions).
+shares = True
+
+
+def ran_plan(dataframe):
+    """The plan that ran, after an action: for AQE, its final plan."""
+    return current_plan(dataframe)
+
+
 def is_adaptive(plan) -> bool:
     return plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec"
 

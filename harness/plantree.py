@@ -63,14 +63,18 @@ def join_nodes(tree: dict | None) -> list[dict]:
     return found
 
 
-def _parse_lines(lines: list[tuple[int, str]]) -> dict | None:
+def _whole_line(text: str) -> dict:
+    return {"name": operator_name(text), "text": text.strip(), "children": []}
+
+
+def _parse_lines(lines: list[tuple[int, str]], make=_node, limit: int | None = MAX_NODES) -> dict | None:
     """(depth, text) lines in pre-order → the root node."""
     root, stack, count = None, [], 0
     for depth, text in lines:
         count += 1
-        if count > MAX_NODES:
+        if limit is not None and count > limit:
             break
-        node = _node(text)
+        node = make(text)
         while stack and stack[-1][0] >= depth:
             stack.pop()
         if stack:
@@ -83,11 +87,8 @@ def _parse_lines(lines: list[tuple[int, str]]) -> dict | None:
     return root
 
 
-def parse(text: str | None) -> dict:
-    """{section name: root node}: `plan` for a plain tree; `final` and `initial` (or
-    `current`) for an adaptive plan's sections. Empty for no text."""
-    if not text:
-        return {}
+def _depths(text: str) -> list[tuple[float, str]]:
+    """Each printed operator line with its depth in the tree."""
     parsed = []
     for raw in text.splitlines():
         match = LINE.match(raw)
@@ -97,6 +98,21 @@ def parse(text: str | None) -> dict:
         if parsed and not match.group("marker"):
             depth += 0.5  # the unmarked root of a section, below its `== ... ==` line
         parsed.append((depth, match.group("text")))
+    return parsed
+
+
+def outline(text: str | None) -> dict | None:
+    """A plain plan text (one tree, no `== ... ==` sections) as nodes that keep their
+    whole line (name, text, children): for reading arguments, not for pictures."""
+    return _parse_lines(_depths(text), make=_whole_line, limit=None) if text else None
+
+
+def parse(text: str | None) -> dict:
+    """{section name: root node}: `plan` for a plain tree; `final` and `initial` (or
+    `current`) for an adaptive plan's sections. Empty for no text."""
+    if not text:
+        return {}
+    parsed = _depths(text)
     if not parsed:
         return {}
     adaptive = parsed[0][1].startswith("AdaptiveSparkPlan")

@@ -35,6 +35,8 @@ def pytest_addoption(parser):
     group.addoption("--no-report", action="store_true", help="do not write JSON/HTML/JUnit reports")
     group.addoption("--spark-master", default=None,
                     help="Spark master URL (default: local[2], or $HARNESS_SPARK_MASTER)")
+    group.addoption("--spark-remote", default=None, metavar="sc://HOST:PORT",
+                    help="run through a Spark Connect server (Spark 3.5+/4.x) instead of a local JVM")
     group.addoption("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a Spark config for the session, e.g. spark.executor.memory=2g (repeatable)")
     group.addoption("--spark-conf-file", default=None, metavar="PATH",
@@ -70,7 +72,8 @@ def pytest_configure(config):
         config.pluginmanager.register(HarnessReporter(config), "join-harness-reporter")
     # xdist workers get the same command line, so each builds the same options.
     config.stash[OPTIONS] = RunOptions.from_env(
-        master=config.getoption("spark_master"), spark_conf=_session_conf(config),
+        master=config.getoption("spark_master"), remote=config.getoption("spark_remote"),
+        spark_conf=_session_conf(config),
         plan_text=config.getoption("plan_text"), observe=config.getoption("observe"))
     if _reporting(config) and getattr(config.option, "xmlpath", None) is None and _runs_scenarios(config):
         # pytest's junitxml writes in place: it writes a temp file beside the target,
@@ -216,10 +219,9 @@ class ScenarioFile(pytest.File):
                                 f"duplicate id '{scenario.id}' (already used by {owner})")
         cases = expand(scenario)
         from .session import get_session
-        from .sqlguard import check_scenario
-        spark = get_session(options_of(self.config)).spark
+        session = get_session(options_of(self.config))
         for checked in {id(c.scenario): c.scenario for c in cases}.values():  # a synthetic twin too
-            check_scenario(spark, checked)
+            session.check_sql(checked)
         return scenario, cases
 
     def repr_failure(self, excinfo):

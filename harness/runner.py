@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from . import confs, datagen, derived, executions, expect, model, plans, sqlguard, streaming
+from . import confs, datagen, derived, executions, expect, model, streaming
 from .options import deployment
 from .query import build_query, checksum_frame, checksum_text
 from .records import CaseRecord, Identity, Observation, PlanView, SparkError
@@ -57,15 +57,16 @@ def _wants_operators(case: Case) -> bool:
     return "operators" in case.expect or any("operators" in o for o in case.overrides)
 
 
-def _plan_view(plan, case: Case, table_names: dict | None) -> PlanView:
-    """Join nodes now; the plan's text later (see `_add_plan_texts`)."""
+def _plan_view(plans, plan, case: Case, table_names: dict | None) -> PlanView:
+    """Join nodes now; the plan's text later (see `_add_plan_texts`). `plans` reads the
+    plan as the session's deployment can (harness.plans, or harness.connectplans)."""
     view = PlanView(joins=[j.to_dict() for j in plans.join_nodes(plan, table_names)])
     if _wants_operators(case):
         view.operators = plans.operator_counts(plan)
     return view
 
 
-def _add_plan_texts(record: CaseRecord, plan_objects: dict, policy: str) -> None:
+def _add_plan_texts(record: CaseRecord, plan_objects: dict, policy: str, plans) -> None:
     """`all`: every case's plans in the report; `failed`: only for cases that did not
     pass. A plan holding a Faker pool (an array literal) takes ~40 ms to print."""
     if policy == "failed" and record.status == "passed":
@@ -104,7 +105,7 @@ def prepare_inputs(session: Session, scope: CaseScope, case: Case, conf: dict) -
     """The scenario's SQL checked (once per session), the case's configs set (before the
     tables: time zone and ANSI shape their data), and the tables its join reads, built."""
     try:
-        sqlguard.check_scenario(session.spark, case.scenario)  # done at collection: cached
+        session.check_sql(case.scenario)  # done at collection: cached
     except ScenarioError as exc:
         raise ScenarioRuntimeError(str(exc)) from None
     absolute = absolute_conf(conf)
@@ -119,7 +120,7 @@ def _sized_query(session: Session, scope: CaseScope, join: dict, conf: dict, tab
     query = build_query(session.spark, scope, join, tables)
     absolute = absolute_conf(conf)
     if len(absolute) != len(conf):
-        estimates = plans.join_estimates(query, logical=False)  # sizes only: the final frame's are recorded
+        estimates = session.plans.join_estimates(query, logical=False)  # sizes only: the final frame's are recorded
         for key, value in resolve_conf(conf, estimates).items():
             if key not in absolute:
                 scope.set_conf(key, value)
@@ -137,14 +138,16 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
     timings["build_s"] = time.perf_counter() - start
 
     start = time.perf_counter()
+    plans = session.plans
     frame = checksum_frame(query)
     plan = plans.current_plan(frame)
     plan_objects = {"initial": plan}
     absolute = absolute_conf(conf)
     table_names = _catalog_names(case, absolute)
-    observed = Observation(adaptive=plans.is_adaptive(plan), initial=_plan_view(plan, case, table_names),
+    observed = Observation(adaptive=plans.is_adaptive(plan), initial=_plan_view(plans, plan, case, table_names),
                            estimates=plans.join_estimates(frame), conf={k: session.conf_value(k) for k in conf},
-                           join_conf=_join_conf(session, conf), timings=timings)
+                           join_conf=_join_conf(session, conf), timings=timings,
+                           unavailable=list(session.unavailable) or None)
     timings["plan_s"] = time.perf_counter() - start
     if so_far is not None:
         so_far.update(observed=observed, plans=plan_objects)
@@ -158,10 +161,13 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
         scope.check_timeout()
         observed.executed, observed.rows, observed.checksum = True, ran.rows, ran.checksum
         final_plan = ran.plan
-        plan_objects["final"] = final_plan
-        observed.final = _plan_view(final_plan, case, table_names)
-        if observed.adaptive:
-            observed.final.runtime = plans.runtime_sides(final_plan)
+        if final_plan is not None:
+            plan_objects["final"] = final_plan
+            observed.final = _plan_view(plans, final_plan, case, table_names)
+            if observed.adaptive:
+                observed.final.runtime = plans.runtime_sides(final_plan)
+        else:  # the server sent no plan metrics with the result
+            observed.unavailable = sorted({*(observed.unavailable or []), "final"})
         if collect_rows:
             observed.result_rows = expect.normalize_rows(query.limit(RESULT_ROWS_LIMIT + 1).collect())
         timings["execute_s"] = time.perf_counter() - start
@@ -183,18 +189,19 @@ def run_forced(session: Session, scope: CaseScope, join: dict, conf: dict, table
     count and checksum (no estimates, no model inputs, no plan text)."""
     query = _sized_query(session, scope, join, conf, tables)
     frame = checksum_frame(query)
-    plan = plans.current_plan(frame)
+    plan = session.plans.current_plan(frame)
     scope.check_timeout()
     ran, shared = _execute(session, frame, plan, shareable=True)
     scope.check_timeout()
-    top = plans.top_join(ran.plan)
+    top = session.plans.top_join(ran.plan) if ran.plan is not None else {"strategy": None, "build_side": None}
     return ForcedRun(top["strategy"], top["build_side"], ran.rows, ran.checksum, shared)
 
 
 def _execute(session: Session, frame, plan, shareable: bool) -> tuple[executions.Executed, bool]:
     """Run the checksum query; (its answer, shared) where `shared` says the same physical
     query already ran under the same configs in this worker (harness.executions)."""
-    memo_key = executions.key(session.spark, plan, plans.is_adaptive(plan)) if shareable else None
+    plans = session.plans
+    memo_key = executions.key(session.spark, plan, plans.is_adaptive(plan)) if shareable and plans.shares else None
     earlier = executions.lookup(memo_key, plan) if memo_key is not None else None
     if earlier is not None:
         return earlier, True
@@ -203,7 +210,7 @@ def _execute(session: Session, frame, plan, shareable: bool) -> tuple[executions
     except Exception as exc:
         exc.harness_phase = "execution"  # Spark accepted and planned the query; running it failed
         raise
-    ran = executions.Executed(int(row["rows"]), checksum_text(row["hash_sum"]), plans.current_plan(frame))
+    ran = executions.Executed(int(row["rows"]), checksum_text(row["hash_sum"]), plans.ran_plan(frame))
     if memo_key is not None:
         executions.remember(memo_key, ran)
     return ran, False
@@ -231,7 +238,7 @@ def _observe_stream(session, scope, case, tables, collect_rows, timings, start) 
             result_rows = expect.normalize_rows(run["result"].limit(RESULT_ROWS_LIMIT + 1).collect())
     observed = Observation(
         adaptive=False,
-        initial=PlanView(joins=streaming.stream_join_nodes(streamed.plan), text=plans.plan_text(streamed.plan)),
+        initial=PlanView(joins=streaming.stream_join_nodes(streamed.plan), text=session.plans.plan_text(streamed.plan)),
         executed=True, rows=streamed.rows, checksum=streamed.checksum,
         conf={k: session.conf_value(k) for k in case.spark_conf}, join_conf=_join_conf(session, case.spark_conf),
         stream_batches=streamed.batches, result_rows=result_rows, timings=timings)
@@ -263,6 +270,11 @@ def run_case(case: Case, session: Session) -> dict:
     if session.options.observe:  # a survey: record, do not check
         expected = {"plan": expected["plan"]}
     started = time.perf_counter()
+    cannot = session.cannot_run(case)
+    if cannot:  # this deployment cannot run it at all: said, never passed
+        record = make_record(case, session, expected, Observation(unavailable=list(session.unavailable)), 0.0)
+        record.status, record.message = "skipped", cannot
+        return record
     executors_before = session.cluster_shape if session.deployment == "cluster" else None
     execute = not case.scenario.plan_only and expect.executes(expected)
     observed, plan_objects = capture(session, case, collect_rows="result_rows" in expected, execute=execute)
@@ -270,7 +282,7 @@ def run_case(case: Case, session: Session) -> dict:
         observed.final_not_applicable = PLAN_ONLY
     record = make_record(case, session, expected, observed, time.perf_counter() - started)
     _note_lost_executors(record, executors_before)
-    _add_plan_texts(record, plan_objects, session.options.plan_text)
+    _add_plan_texts(record, plan_objects, session.options.plan_text, session.plans)
     return record
 
 
@@ -325,6 +337,11 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
         expected = _with_prediction(expected, judged)
     problems = expect.compare(expected, observed) if expect.has_assertions(expected) else []
     status = _status(expected, observed, problems)
+    unchecked = expect.not_checkable(expected, observed) if expect.has_assertions(expected) else []
+    if unchecked and status == "passed":  # what held was checked; the rest could not be: never green
+        status, problems = "unchecked", [f"not checkable on this deployment: {', '.join(unchecked)}"]
+    elif unchecked and problems:
+        problems.append(f"not checkable on this deployment: {', '.join(unchecked)}")
     if status in ("error", "timeout") and not problems:
         problems = [f"{observed.error.cls}: {observed.error.message}"]
     version = session.versions["spark"]

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .options import RunOptions
+from . import plans
 from .plans import PLAN_TEXT_LIMIT
 from .util import printable
 
@@ -99,6 +100,9 @@ def _quiet_python_side_logs() -> None:
 
 
 class Session:
+    plans = plans          # how this deployment reads plans: the JVM's plan objects
+    unavailable: tuple = ()   # what this deployment cannot observe (harness.connect)
+
     def __init__(self, options: RunOptions | None = None):
         options = options or RunOptions.from_env()
         self.options = options
@@ -193,6 +197,15 @@ class Session:
         finally:
             self.stopped.set()
 
+    def cannot_run(self, case) -> str | None:
+        """Why this deployment cannot run the case at all (None: it can)."""
+        return None
+
+    def check_sql(self, scenario) -> None:
+        """Refuse the scenario if its SQL does what a scenario may not (harness.sqlguard)."""
+        from .sqlguard import check_scenario
+        check_scenario(self.spark, scenario)
+
     def alive(self) -> bool:
         """The JVM answers and the SparkContext runs (a case may have killed either)."""
         try:
@@ -262,7 +275,7 @@ class Session:
 
     @contextmanager
     def case_scope(self, timeout_s: float):
-        scope = CaseScope(self, timeout_s)
+        scope = self.scope_class(self, timeout_s)
         try:
             yield scope
         finally:
@@ -287,8 +300,7 @@ class CaseScope:
         self._on_timeout: list = []
         self.timed_out = threading.Event()
         self._finished = threading.Event()
-        self._log_offset = session.hint_log.stat().st_size
-        self.spark.sparkContext.setJobGroup(self.group, "join harness case", True)
+        self._begin()
         self._watchdog = threading.Thread(target=self._watch, args=(timeout_s,), daemon=True)
         self._watchdog.start()
 
@@ -312,6 +324,13 @@ class CaseScope:
                     b"stopped; ending this worker so the rest of the suite goes on\n")
         os._exit(70)
 
+    def _begin(self) -> None:
+        self._log_offset = self.session.hint_log.stat().st_size
+        self.spark.sparkContext.setJobGroup(self.group, "join harness case", True)
+
+    def _end(self) -> None:
+        self.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+
     def on_close(self, callback) -> None:
         """Run when the case ends (e.g. stop a streaming query)."""
         self._on_close.append(callback)
@@ -326,6 +345,9 @@ class CaseScope:
                 callback()
             except Exception:
                 pass
+        self._cancel_spark()
+
+    def _cancel_spark(self) -> None:
         sc = self.spark.sparkContext
         try:
             sc.cancelJobGroup(self.group)
@@ -386,12 +408,14 @@ class CaseScope:
             for key, previous in reversed(list(self.saved.items())):
                 self.session._restore(key, previous)
             clean = self.session.ensure_baseline_confs()
-            self.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+            self._end()
         except Exception:
             clean = False
         if not clean:
             self.session.abandon("the session's configs could not be restored after a case")
 
+
+Session.scope_class = CaseScope
 
 _SESSION: Session | None = None
 _JVM_HINT_LOG: Path | None = None
@@ -414,8 +438,18 @@ def get_session(options: RunOptions | None = None) -> Session:
             from .executions import forget
             forget_tables()
             forget()
-            _SESSION = Session(options or (_SESSION.options if _SESSION is not None else None))
+            _SESSION = new_session(options or (_SESSION.options if _SESSION is not None else None))
         return _SESSION
+
+
+def new_session(options: RunOptions | None):
+    """A session of the deployment the options name: embedded local or cluster (a JVM
+    here, through Py4J), or a Spark Connect server (harness.connect)."""
+    options = options or RunOptions.from_env()
+    if options.remote:
+        from .connect import ConnectSession
+        return ConnectSession(options)
+    return Session(options)
 
 
 def _kill_jvm() -> None:

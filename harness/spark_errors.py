@@ -45,6 +45,8 @@ def describe_error(exc: BaseException) -> SparkError:
                 cause = f" (caused by {root.getClass().getSimpleName()}: {_first_line(root.getMessage())[:300]})"
         except Exception:
             pass
+    if throwable is None:
+        java_class = _server_class(exc)
     cls = type(exc).__name__
     if cls == "Py4JJavaError" and java_class:
         cls = java_class.rsplit(".", 1)[-1]
@@ -56,6 +58,14 @@ def describe_error(exc: BaseException) -> SparkError:
     if match:
         java_class, line = java_class or match.group(1), match.group(2)
     return SparkError(cls, _cap(one_line(line + cause)), java_class)
+
+
+def _server_class(exc: BaseException) -> str:
+    """Through Spark Connect: the Java class from the server's stack trace, when sent."""
+    trace = getattr(exc, "_stacktrace", None)
+    first = _first_line(trace) if isinstance(trace, str) else ""
+    match = re.match(r"^([\w.$]+(?:Exception|Error))\b", first)
+    return match.group(1) if match else ""
 
 
 def _cap(line: str) -> str:

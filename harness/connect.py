@@ -1,0 +1,317 @@
+"""The suite through a Spark Connect server (`--spark-remote sc://host:port`).
+
+A Connect client has no JVM: no plan objects, no log appender, no job groups. So here:
+
+- plans are read from what the server prints and reports (harness.connectplans);
+- a case's jobs are stopped through Connect's own interrupt: every operation of a case
+  carries an operation tag, and the watchdog interrupts that tag;
+- configs are restored per case and the session's whole config is compared with the one
+  it started with (one `GetAll` call), as in local mode;
+- scenario SQL is still decided from Spark's parsed and analysed plans before any of it
+  reaches the server (Connect runs commands as soon as it parses them): the SQL guard runs
+  in a child process on the client's own PySpark in classic local mode (one small JVM
+  per worker that executes nothing), and the server gets only what it accepted;
+- what cannot be observed through Connect is named in each record (`unavailable`), and
+  an expectation on it is reported as not checkable, never as passed.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import shutil
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+
+from . import connectplans
+from .options import RunOptions
+from .session import CaseScope, EXIT_GRACE_S, STOP_GRACE_S, conf_text  # noqa: F401 (one escalation policy)
+
+# What a Connect client cannot see, and why (the words a record and the README use).
+UNAVAILABLE = {
+    "warnings": "hint warnings are logged in the server's JVM; Connect does not send them",
+    "model": "the join-selection model reads equi keys and orderability from the JVM's logical join",
+    "runtime": "AQE's run-time statistics of query stages are not in Connect's plan metrics",
+    "operators": "operator counts are read from the JVM's plan classes; Connect prints other names",
+}
+# Also per node: a final plan's shuffled hash join has build side `unavailable` (not in
+# the plan metrics); a result sent without plan metrics has no final plan (`final`).
+CANNOT_RUN = {
+    "statistics": "not run through Spark Connect: statistics-only tables get their statistics "
+                  "injected into the catalog through the JVM",
+    "stream": "not run through Spark Connect: the stream-stream join's micro-batches are driven "
+              "through the JVM (harness.streaming)",
+    "estimate_of": "not run through Spark Connect: a config is sized by an exact estimate, and Connect "
+                   "prints estimates rounded (e.g. 878.9 KiB)",
+}
+# How long the client retries a server that does not answer before the case fails.
+CLIENT_RETRIES = {"max_retries": 3, "initial_backoff": 200, "max_backoff": 2000, "backoff_multiplier": 2.0}
+
+
+def public_url(remote: str) -> str:
+    """The URL without its parameters (`;token=...` is a secret; reports keep only where)."""
+    return remote.split(";", 1)[0].rstrip("/")
+
+
+class ConnectSession:
+    """The worker's session on a Spark Connect server; the same face as harness.session.Session."""
+
+    plans = connectplans
+    unavailable = tuple(UNAVAILABLE)
+
+    def __init__(self, options: RunOptions):
+        from pyspark.sql import SparkSession
+
+        self.options = options
+        self.workdir = Path(tempfile.mkdtemp(prefix="join-harness-", dir=options.work_dir))
+        builder = SparkSession.builder.remote(options.remote)
+        self.spark = builder.create()  # a session of its own on the server, never a shared one
+        _limit_retries(self.spark)
+        self.master = public_url(options.remote)
+        self.deployment = "connect"
+        self.versions = {"spark": self.spark.version, "java": "unavailable", "python": _python_version(),
+                         "client": _client_version()}
+        self._defaults: dict[str, str | None] = {}
+        self.abandoned: str | None = None
+        self.stopped = threading.Event()
+        self.guard = GuardProcess(options)
+        self._baseline = self.spark.conf.getAll
+        self.cluster_shape = None
+
+    # ------------------------------------------------------------ life
+
+    def abandon(self, reason: str) -> None:
+        """Interrupt everything of this session and close it; the next case gets a new one."""
+        self.abandoned = reason
+        try:
+            self.spark.interruptAll()
+        except Exception:
+            pass
+        try:
+            self.spark.stop()
+        except Exception:
+            pass
+        finally:
+            self.stopped.set()
+
+    def alive(self) -> bool:
+        try:
+            self.spark.conf.get("spark.sql.shuffle.partitions")
+            return True
+        except Exception:
+            return False
+
+    def jvm_reachable(self) -> bool:
+        return True  # no JVM of ours to forget
+
+    def check_sql(self, scenario) -> None:
+        self.guard.check(scenario, self.spark)
+
+    def cannot_run(self, case) -> str | None:
+        from .scenario import is_stats_only
+        data = case.scenario.data
+        if "stream" in data:
+            return CANNOT_RUN["stream"]
+        if any(is_stats_only(spec) for spec in data["tables"].values()):
+            return CANNOT_RUN["statistics"]
+        if any(isinstance(value, dict) for value in case.spark_conf.values()):
+            return CANNOT_RUN["estimate_of"]
+        return None
+
+    # ------------------------------------------------------------ configs
+
+    def ensure_baseline_confs(self) -> bool:
+        """After a case: every config as the session started with (one GetAll call);
+        what differs is undone, and False when it cannot be (the session is replaced)."""
+        try:
+            current = self.spark.conf.getAll
+            if current == self._baseline:
+                return True
+            for key in current.keys() - self._baseline.keys():
+                self.spark.conf.unset(key)
+            for key, value in self._baseline.items():
+                if current.get(key) != value:
+                    self.spark.conf.set(key, value)
+            return self.spark.conf.getAll == self._baseline
+        except Exception:
+            return False
+
+    def _snapshot(self, key: str):
+        return self.spark.conf.getAll.get(key)
+
+    def _restore(self, key: str, previous) -> bool:
+        try:
+            if previous is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, previous)
+            return True
+        except Exception:
+            return False
+
+    def default_conf_value(self, key: str) -> str | None:
+        if key not in self._defaults:
+            self._defaults[key] = self.conf_value(key)
+        return self._defaults[key]
+
+    def conf_value(self, key: str) -> str | None:
+        try:
+            return self.spark.conf.get(key)
+        except Exception:
+            return None
+
+    def case_scope(self, timeout_s: float):
+        from contextlib import contextmanager
+
+        @contextmanager
+        def scope():
+            case = ConnectScope(self, timeout_s)
+            try:
+                yield case
+            finally:
+                case.close()
+        return scope()
+
+
+class ConnectScope(CaseScope):
+    """A case on the Connect server: its operations carry a tag, interrupted at the timeout."""
+
+    def _begin(self) -> None:
+        self.tag = f"join-harness-{self.group}"
+        self.spark.addTag(self.tag)
+
+    def _end(self) -> None:
+        self.spark.removeTag(self.tag)
+
+    def _cancel_spark(self) -> None:
+        try:
+            self.spark.interruptTag(self.tag)
+        except Exception:
+            pass
+
+    def warnings(self) -> None:
+        return None  # unavailable through Connect (see UNAVAILABLE)
+
+    def close(self) -> None:
+        if self.session.abandoned:
+            self._finished.set()
+            return
+        super().close()
+        try:
+            self.spark.clearTags()
+        except Exception:
+            pass
+
+
+def _limit_retries(spark) -> None:
+    """A server that is gone fails the case in seconds, not after the client's default
+    ten minutes of retries."""
+    try:
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+        spark.client.set_retry_policies([DefaultPolicy(**CLIENT_RETRIES)])
+    except Exception:
+        pass
+
+
+def _python_version() -> str:
+    import platform
+    return platform.python_version()
+
+
+def _client_version() -> str:
+    import pyspark
+    return pyspark.__version__
+
+
+# --------------------------------------------------------------------------- the SQL guard
+
+class GuardProcess:
+    """The SQL guard on a classic local Spark in a child process (started at the first
+    scenario): it receives the loaded scenario, checks every piece of its SQL on Spark's
+    parsed and analysed plans (harness.sqlguard), and answers with the refusal or with the
+    tables each derived query reads. Nothing of the scenario reaches the server first."""
+
+    def __init__(self, options: RunOptions):
+        self.options = options
+        self._conn = None
+        self._proc = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe()
+        self._proc = context.Process(target=_guard_main, args=(child, self.options.work_dir), daemon=True,
+                                     name="join-harness-sql-guard")
+        self._proc.start()
+        self._conn = parent
+
+    def check(self, scenario, spark) -> None:
+        from . import derived
+        from .scenario import ScenarioError
+
+        if scenario.sql_verdict is None or scenario.sql_verdict[0] != id(spark):
+            answer = self._ask(scenario)
+            if "error" in answer:
+                raise ScenarioError(scenario.path, None, "", answer["error"])
+            refusal = answer.get("refused")
+            verdict = ScenarioError(*refusal) if refusal else None
+            for text, names in answer.get("relations", {}).items():
+                derived.remember_relations(spark, text, names)
+            scenario.sql_verdict = (id(spark), verdict)
+        if scenario.sql_verdict[1] is not None:
+            raise scenario.sql_verdict[1]
+
+    def _ask(self, scenario) -> dict:
+        from dataclasses import replace
+        with self._lock:
+            if self._proc is None or not self._proc.is_alive():
+                self._start()
+            try:
+                self._conn.send(replace(scenario, sql_verdict=None))
+                if not self._conn.poll(GUARD_TIMEOUT_S):
+                    self._stop()
+                    return {"error": f"the SQL guard gave no verdict in {GUARD_TIMEOUT_S:g} s"}
+                return self._conn.recv()
+            except (EOFError, OSError) as exc:
+                self._stop()
+                return {"error": f"the SQL guard process ended ({type(exc).__name__})"}
+
+    def _stop(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.join(10)
+        self._proc = None
+
+
+GUARD_TIMEOUT_S = 180.0
+
+
+def _guard_main(conn, work_dir) -> None:
+    """The child: classic local Spark (never Connect), one scenario at a time."""
+    for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
+        os.environ.pop(key, None)
+    from .scenario import ScenarioError
+    from .session import Session
+    from .sqlguard import check_scenario
+    from .sqltree import relation_names
+
+    options = RunOptions.from_env(master="local[1]", driver_memory="1g", work_dir=work_dir)
+    options = RunOptions(**{**options.__dict__, "remote": None})
+    session = Session(options)
+    spark = session.spark
+    while True:
+        try:
+            scenario = conn.recv()
+        except EOFError:
+            return
+        try:
+            check_scenario(spark, scenario)
+            relations = {spec["sql"]: relation_names(spark, spec["sql"])
+                         for spec in scenario.data["tables"].values() if "sql" in spec}
+            conn.send({"relations": relations})
+        except ScenarioError as exc:
+            conn.send({"refused": (exc.path, exc.line, exc.field_path, exc.message)})
+        except Exception as exc:
+            conn.send({"error": f"the SQL guard failed ({type(exc).__name__}: {str(exc)[:200]})"})
