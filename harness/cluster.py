@@ -217,31 +217,48 @@ def compare(local: dict, cluster: dict) -> dict:
 
 
 def main(report_dir: str = "reports", extra: list[str] | None = None, workers: int = 2) -> int:
+    from .diff import KINDS, format_diff
+
+    def run_on_cluster(folder: str) -> int:
+        with StandaloneCluster(workers=workers) as cluster:
+            return run_suite(folder, extra or [], master=cluster.url, cluster_workers=workers)
+
+    def show(comparison: dict, version: str) -> str:
+        grouped = {kind: comparison["differences"].get(kind, []) for kind in KINDS}
+        return format_diff(f"{version} local", f"{version} cluster", grouped)
+
+    return against_local(report_dir, extra or [], "cluster", run_on_cluster, compare, show, ClusterError,
+                         f"a {workers}-worker cluster")
+
+
+def against_local(report_dir: str, extra: list[str], name: str, run_there, compare_runs, show, failure,
+                  described: str) -> int:
+    """The suite run by `run_there(folder)` on another deployment, compared case by case
+    with the local-mode results of the same version (run first when missing): writes
+    <report_dir>/<name>/<version>/comparison.json and <report_dir>/<name>/index.html (both
+    runs side by side), prints what `show` says of the comparison."""
     from . import merged
-    from .util import atomic_write_text
-    from .diff import KINDS, format_diff, load_results
+    from .diff import load_results
     from .report import installed_spark, version_dir
-    extra = extra or []
+    from .util import atomic_write_text
     version = installed_spark()
     if not (version_dir(report_dir, version) / "results.json").exists():
-        print(f"[cluster] no local-mode results for Spark {version} under {report_dir}/: running the suite locally first",
+        print(f"[{name}] no local-mode results for Spark {version} under {report_dir}/: running the suite locally first",
               flush=True)
         run_suite(report_dir, extra)
-    cluster_dir = str(Path(report_dir) / "cluster")
+    there = str(Path(report_dir) / name)
     try:
-        with StandaloneCluster(workers=workers) as cluster:
-            code = run_suite(cluster_dir, extra, master=cluster.url, cluster_workers=workers)
-    except ClusterError as exc:
-        print(f"[cluster] {exc}", file=sys.stderr)
+        code = run_there(there)
+    except failure as exc:
+        print(f"[{name}] {exc}", file=sys.stderr)
         return 2
-    local, remote = load_results(report_dir, version), load_results(cluster_dir, version)
-    comparison = compare(local, remote)
-    atomic_write_text(version_dir(cluster_dir, version) / "comparison.json", json.dumps(comparison, indent=1) + "\n")
-    page = merged.write_merged_from({f"{version} local": local, f"{version} cluster": remote},
-                                    Path(cluster_dir) / "index.html",
-                                    links={f"{version} local": f"../{version}", f"{version} cluster": version},
-                                    title=f"Join strategies: local mode and a {workers}-worker cluster, Spark {version}")
-    grouped = {kind: comparison["differences"].get(kind, []) for kind in KINDS}
-    print(format_diff(f"{version} local", f"{version} cluster", grouped))
-    print(f"[cluster] comparison: {page}")
+    local, remote = load_results(report_dir, version), load_results(there, version)
+    comparison = compare_runs(local, remote)
+    atomic_write_text(version_dir(there, version) / "comparison.json", json.dumps(comparison, indent=1) + "\n")
+    page = merged.write_merged_from({f"{version} local": local, f"{version} {name}": remote},
+                                    Path(there) / "index.html",
+                                    links={f"{version} local": f"../{version}", f"{version} {name}": version},
+                                    title=f"Join strategies: local mode and {described}, Spark {version}")
+    print(show(comparison, version))
+    print(f"[{name}] comparison: {page}")
     return code

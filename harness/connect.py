@@ -27,7 +27,8 @@ from pathlib import Path
 
 from . import connectplans
 from .options import RunOptions
-from .session import CaseScope, EXIT_GRACE_S, STOP_GRACE_S, conf_text  # noqa: F401 (one escalation policy)
+from .session import CaseScope, Session, SessionUnavailable
+from .util import one_line
 
 # What a Connect client cannot see, and why (the words a record and the README use).
 UNAVAILABLE = {
@@ -55,8 +56,9 @@ def public_url(remote: str) -> str:
     return remote.split(";", 1)[0].rstrip("/")
 
 
-class ConnectSession:
-    """The worker's session on a Spark Connect server; the same face as harness.session.Session."""
+class ConnectSession(Session):
+    """The worker's session on a Spark Connect server: harness.session.Session where the
+    JVM is out of reach (configs, life, what can be observed)."""
 
     plans = connectplans
     unavailable = tuple(UNAVAILABLE)
@@ -66,21 +68,27 @@ class ConnectSession:
 
         self.options = options
         self.workdir = Path(tempfile.mkdtemp(prefix="join-harness-", dir=options.work_dir))
-        builder = SparkSession.builder.remote(options.remote)
-        self.spark = builder.create()  # a session of its own on the server, never a shared one
-        _limit_retries(self.spark)
         self.master = public_url(options.remote)
+        try:
+            self.spark = SparkSession.builder.remote(options.remote).create()  # its own session, never a shared one
+            _limit_retries(self.spark)
+            server_version = self.spark.version
+        except Exception as exc:
+            raise SessionUnavailable(one_line(f"Spark Connect server {self.master} does not answer: "
+                                              f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                                              )[:400]) from None
         self.deployment = "connect"
-        self.versions = {"spark": self.spark.version, "java": "unavailable", "python": _python_version(),
+        self.versions = {"spark": server_version, "java": "unavailable", "python": _python_version(),
                          "client": _client_version()}
         self._defaults: dict[str, str | None] = {}
         self.abandoned: str | None = None
         self.stopped = threading.Event()
         self.guard = GuardProcess(options)
         self._baseline = self.spark.conf.getAll
-        self.cluster_shape = None
 
-    # ------------------------------------------------------------ life
+    @property
+    def cluster_shape(self) -> None:
+        return None  # executors are the server's business
 
     def abandon(self, reason: str) -> None:
         """Interrupt everything of this session and close it; the next case gets a new one."""
@@ -120,59 +128,15 @@ class ConnectSession:
             return CANNOT_RUN["estimate_of"]
         return None
 
-    # ------------------------------------------------------------ configs
+    # Configs: the whole set in one GetAll call (what the session set; unset keys are absent).
+    def _confs_unchanged(self) -> bool:
+        return self.spark.conf.getAll == self._baseline
 
-    def ensure_baseline_confs(self) -> bool:
-        """After a case: every config as the session started with (one GetAll call);
-        what differs is undone, and False when it cannot be (the session is replaced)."""
-        try:
-            current = self.spark.conf.getAll
-            if current == self._baseline:
-                return True
-            for key in current.keys() - self._baseline.keys():
-                self.spark.conf.unset(key)
-            for key, value in self._baseline.items():
-                if current.get(key) != value:
-                    self.spark.conf.set(key, value)
-            return self.spark.conf.getAll == self._baseline
-        except Exception:
-            return False
+    def _current_confs(self) -> dict:
+        return self.spark.conf.getAll
 
     def _snapshot(self, key: str):
         return self.spark.conf.getAll.get(key)
-
-    def _restore(self, key: str, previous) -> bool:
-        try:
-            if previous is None:
-                self.spark.conf.unset(key)
-            else:
-                self.spark.conf.set(key, previous)
-            return True
-        except Exception:
-            return False
-
-    def default_conf_value(self, key: str) -> str | None:
-        if key not in self._defaults:
-            self._defaults[key] = self.conf_value(key)
-        return self._defaults[key]
-
-    def conf_value(self, key: str) -> str | None:
-        try:
-            return self.spark.conf.get(key)
-        except Exception:
-            return None
-
-    def case_scope(self, timeout_s: float):
-        from contextlib import contextmanager
-
-        @contextmanager
-        def scope():
-            case = ConnectScope(self, timeout_s)
-            try:
-                yield case
-            finally:
-                case.close()
-        return scope()
 
 
 class ConnectScope(CaseScope):
@@ -191,6 +155,11 @@ class ConnectScope(CaseScope):
         except Exception:
             pass
 
+    def _drop_caches(self) -> None:
+        # Only this case's: the server's cache is shared by every session (other workers').
+        for frame in self.cached:
+            frame.unpersist()
+
     def warnings(self) -> None:
         return None  # unavailable through Connect (see UNAVAILABLE)
 
@@ -203,6 +172,9 @@ class ConnectScope(CaseScope):
             self.spark.clearTags()
         except Exception:
             pass
+
+
+ConnectSession.scope_class = ConnectScope
 
 
 def _limit_retries(spark) -> None:

@@ -199,11 +199,14 @@ def size_of(text: str, unit: str | None) -> int:
 
 
 def bytes_text(size: int) -> str:
-    """Spark's Utils.bytesToString: what the server prints for an estimate of `size` bytes."""
+    """Spark's Utils.bytesToString: what the server prints for an estimate of `size` bytes
+    (Java's `%.1f` rounds half up: 160,000 B is 156.25 KiB, printed `156.3 KiB`)."""
+    from decimal import ROUND_HALF_UP, Decimal
     for unit in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
         if size >= 2 * UNITS[unit]:
-            return f"{size / UNITS[unit]:.1f} {unit}B"
-    return f"{size:.1f} B"
+            value = (Decimal(size) / Decimal(UNITS[unit])).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+            return f"{value} {unit}B"
+    return f"{size}.0 B"
 
 
 def _statistics(text: str) -> dict:

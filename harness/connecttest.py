@@ -17,7 +17,6 @@ reports/connect/index.html, the two runs side by side, and prints the difference
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -27,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .cluster import LOOPBACK, _signal_group, free_port, run_suite, spark_home
+from .cluster import LOOPBACK, _signal_group, against_local, free_port, run_suite, spark_home
 from .connect import UNAVAILABLE
 from .connectplans import bytes_text
 from .options import RunOptions
@@ -186,16 +185,24 @@ def compare(local: dict, remote: dict) -> dict:
         else:
             changes = case_changes({**mine, "observed": {k: v for k, v in mine["observed"].items() if k != "warnings"}},
                                    theirs)
-        changes = [(kind, text) for kind, text in changes if not _connect_status(kind, mine, record)]
+        changes = [(_unseen_kind(kind, text), text) for kind, text in changes if not _connect_status(kind, mine, record)]
         if record.get("kind") == "case":
             changes += [("estimate", text) for text in _estimate_differences(mine, record)]
         for kind, text in changes:
             differences.setdefault(kind, []).append((record["case_id"], text))
-    differing = sorted({case for entries in differences.values() for case, _ in entries})
+    differing = sorted({case for kind, entries in differences.items() if kind != UNSEEN for case, _ in entries})
     return {"local": {"master": local.get("master"), "summary": local["summary"]},
             "connect": {"master": remote.get("master"), "summary": remote["summary"]},
             "cases_compared": compared, "differing_cases": differing, "differences": differences,
             "not_run_through_connect": not_run, "unavailable_through_connect": UNAVAILABLE}
+
+
+UNSEEN = "unavailable through Connect"
+
+
+def _unseen_kind(kind: str, text: str) -> str:
+    """A build side Connect could not see is listed as such, not as a changed build side."""
+    return UNSEEN if kind == "build side" and text.endswith("build unavailable") else kind
 
 
 def _connect_status(kind: str, local: dict, remote: dict) -> bool:
@@ -207,6 +214,7 @@ def _connect_status(kind: str, local: dict, remote: dict) -> bool:
 def format_comparison(comparison: dict) -> str:
     lines = [f"[connect] {comparison['cases_compared']} cases compared with local mode; "
              f"{len(comparison['differing_cases'])} differ; "
+             f"{len(comparison['differences'].get(UNSEEN, []))} with something Connect cannot see; "
              f"{len(comparison['not_run_through_connect'])} not run through Connect"]
     for kind, entries in sorted(comparison["differences"].items()):
         lines.append(f"  {kind} ({len(entries)}):")
@@ -217,30 +225,11 @@ def format_comparison(comparison: dict) -> str:
 
 
 def main(report_dir: str = "reports", extra: list[str] | None = None) -> int:
-    from . import merged
-    from .diff import load_results
-    from .report import installed_spark, version_dir
-    from .util import atomic_write_text
     extra = extra or []
-    version = installed_spark()
-    if not (version_dir(report_dir, version) / "results.json").exists():
-        print(f"[connect] no local-mode results for Spark {version} under {report_dir}/: running the suite locally first",
-              flush=True)
-        run_suite(report_dir, extra)
-    connect_dir = str(Path(report_dir) / "connect")
-    try:
+
+    def run_through_connect(folder: str) -> int:
         with ConnectServer() as server:
-            code = run_suite(connect_dir, [*extra, "--spark-remote", server.url])
-    except ConnectError as exc:
-        print(f"[connect] {exc}", file=sys.stderr)
-        return 2
-    local, remote = load_results(report_dir, version), load_results(connect_dir, version)
-    comparison = compare(local, remote)
-    atomic_write_text(version_dir(connect_dir, version) / "comparison.json", json.dumps(comparison, indent=1) + "\n")
-    page = merged.write_merged_from({f"{version} local": local, f"{version} connect": remote},
-                                    Path(connect_dir) / "index.html",
-                                    links={f"{version} local": f"../{version}", f"{version} connect": version},
-                                    title=f"Join strategies: local mode and Spark Connect, Spark {version}")
-    print(format_comparison(comparison))
-    print(f"[connect] comparison: {page}")
-    return code
+            return run_suite(folder, [*extra, "--spark-remote", server.url])
+
+    return against_local(report_dir, extra, "connect", run_through_connect, compare,
+                         lambda comparison, version: format_comparison(comparison), ConnectError, "Spark Connect")

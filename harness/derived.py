@@ -82,7 +82,7 @@ def build_inputs(session, scope, case: Case, conf: dict, names: list[str] | None
             continue
         tables[name] = datagen.build_table(spark, scenario.seed, name, spec, session.workdir, data_conf)
         if spec.get("materialize") == "cached":
-            scope.cached = True
+            scope.remember_cached(tables[name])
     return tables
 
 
@@ -126,7 +126,7 @@ def apply_step(frame, step, scope=None):
         if scope is None:
             return frame
         frame = frame.cache()
-        scope.cached = True
+        scope.remember_cached(frame)
         frame.count()
         scope.check_timeout()
         return frame

