@@ -22,12 +22,13 @@ import re
 import shutil
 import tempfile
 import threading
-import uuid
+import time
 from pathlib import Path
 
 from . import connectplans
 from .options import RunOptions
-from .session import CaseScope, Session, SessionUnavailable
+from .session import NO_SESSION, CaseScope, Session, SessionUnavailable
+from .spark_errors import describe_error
 from .util import one_line
 
 # What a Connect client cannot see, and why (the words a record and the README use).
@@ -69,14 +70,15 @@ class ConnectSession(Session):
         self.options = options
         self.workdir = Path(tempfile.mkdtemp(prefix="join-harness-", dir=options.work_dir))
         self.master = public_url(options.remote)
+        _refuse_while_unreachable(self.master)
         try:
             self.spark = SparkSession.builder.remote(options.remote).create()  # its own session, never a shared one
             _limit_retries(self.spark)
             server_version = self.spark.version
         except Exception as exc:
-            raise SessionUnavailable(one_line(f"Spark Connect server {self.master} does not answer: "
-                                              f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-                                              )[:400]) from None
+            _UNREACHABLE[self.master] = (time.monotonic(), describe_error(exc).message)
+            raise SessionUnavailable(f"{NO_SESSION}: Spark Connect server {self.master} does not answer "
+                                     f"({_UNREACHABLE[self.master][1]})") from None
         self.deployment = "connect"
         self.versions = {"spark": server_version, "java": "unavailable", "python": _python_version(),
                          "client": _client_version()}
@@ -175,6 +177,19 @@ class ConnectScope(CaseScope):
 
 
 ConnectSession.scope_class = ConnectScope
+
+# A server that did not answer is not asked again for a while: every case after it fails
+# at once with the same reason, instead of each spending the client's retries.
+UNREACHABLE_PAUSE_S = 30.0
+_UNREACHABLE: dict = {}
+
+
+def _refuse_while_unreachable(url: str) -> None:
+    when, why = _UNREACHABLE.get(url, (None, ""))
+    if when is not None and time.monotonic() - when < UNREACHABLE_PAUSE_S:
+        raise SessionUnavailable(f"{NO_SESSION}: Spark Connect server {url} did not answer "
+                                 f"{time.monotonic() - when:.0f} s ago ({why}); asked again after "
+                                 f"{UNREACHABLE_PAUSE_S:g} s")
 
 
 def _limit_retries(spark) -> None:

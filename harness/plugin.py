@@ -19,7 +19,7 @@ import pytest
 from . import report
 from .scenario import ScenarioError, expand, load_scenario
 from .options import RunOptions
-from .session import SessionUnavailable
+from .session import NO_SESSION, SessionUnavailable
 from .util import TEMP_MARK, clock, display_path, one_line
 
 RECORD_KEY = "harness_record"
@@ -64,6 +64,8 @@ def _reporting(config) -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     config.addinivalue_line("markers", "agreement: cross-strategy result check of a scenario")
+    # The Connect client warns once per call that spent its retries; the case says why.
+    config.addinivalue_line("filterwarnings", "ignore:.*RETRIES_EXCEEDED:UserWarning")
     config._harness_ids = {}
     # One broken scenario file must not stop the others from running.
     config.option.continue_on_collection_errors = True
@@ -191,6 +193,8 @@ class ScenarioFile(pytest.File):
             scenario, cases = self._load()
         except ScenarioError:
             raise
+        except SessionUnavailable as exc:  # the file is fine; no session can be had to check it
+            raise ScenarioError(self.path, None, "", str(exc)) from None
         except Exception as exc:  # whatever else goes wrong is this file's problem alone
             raise ScenarioError(self.path, None, "", f"cannot be loaded ({type(exc).__name__}: {exc})") from None
         marks = marker_names(scenario)
@@ -369,7 +373,7 @@ class HarnessReporter:
             checks = {agreement.agreement_id(c): c for c in agreement.agreement_representatives(cases)}
             if name in self.records:
                 continue
-            why = f"worker process lost: {message}"
+            why = message if message.startswith(NO_SESSION) else f"worker process lost: {message}"
             if name in by_id:
                 self.records[name] = runner.lost_record(by_id[name], versions, master, why).to_json()
             elif name in checks:

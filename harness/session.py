@@ -67,7 +67,11 @@ class CaseTimeout(Exception):
 
 
 class SessionUnavailable(RuntimeError):
-    """No session can be had (a Spark Connect server that does not answer): one line."""
+    """No session can be had (a Spark Connect server that does not answer): one line,
+    starting with NO_SESSION."""
+
+
+NO_SESSION = "no Spark session"
 
 
 def ensure_java() -> None:

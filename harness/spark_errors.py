@@ -54,10 +54,25 @@ def describe_error(exc: BaseException) -> SparkError:
         line = _first_line(str(exc)) or line  # PySpark's own message for captured errors
     if not line:
         line = _first_line(str(exc)) or cls
+    if line.startswith("<_InactiveRpcError") or line.startswith("<_MultiThreadedRendezvous"):
+        line = _grpc_words(str(exc)) or line  # Spark Connect: the server did not answer
     match = re.match(r"^([\w.$]+(?:Exception|Error)):\s*(.*)$", line)
     if match:
         java_class, line = java_class or match.group(1), match.group(2)
     return SparkError(cls, _cap(one_line(line + cause)), java_class)
+
+
+GRPC_STATUS = re.compile(r"status = StatusCode\.(\w+)")
+GRPC_DETAILS = re.compile(r'details = "([^"]*)"')
+
+
+def _grpc_words(text: str) -> str:
+    """gRPC's multi-line repr (`<_InactiveRpcError ... status = StatusCode.UNAVAILABLE
+    details = "failed to connect ..."`) in one line: status and details."""
+    status, details = GRPC_STATUS.search(text), GRPC_DETAILS.search(text)
+    if status is None:
+        return ""
+    return f"{status.group(1)}: {details.group(1)}" if details else status.group(1)
 
 
 def _server_class(exc: BaseException) -> str:

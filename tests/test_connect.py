@@ -143,3 +143,23 @@ def test_comparison_names_what_differs_and_leaves_out_what_connect_cannot_see():
     remote["observed"]["estimates"][0]["left"]["printed"] = "35.0 MiB"  # not what Spark prints for that size
     comparison = compare(fake_results([local]), fake_results([remote]))
     assert comparison["differences"]["estimate"][0][0] == "x[inner]"
+
+
+def test_a_server_that_does_not_answer_is_one_line_per_file_not_a_hang(tmp_path):
+    """Nothing listens on the port: each file says so in one line, in seconds (the client's
+    retries are bounded and a server that did not answer is not asked again at once)."""
+    from harness.cluster import free_port
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    url = f"sc://127.0.0.1:{free_port()}"
+    import time
+    started = time.monotonic()
+    proc, _ = _run(folder, {"d1.yaml": AFTER, "d2.yaml": AFTER.replace("d_connect_after", "d_connect_again")},
+                   url, tmp_path / "reports")
+    took = time.monotonic() - started
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"d1.yaml: (file): no Spark session: Spark Connect server {url} does not answer (UNAVAILABLE" in out
+    assert f"d2.yaml: (file): no Spark session: Spark Connect server {url} did not answer" in out
+    assert "Traceback" not in out
+    assert took < 90
