@@ -99,7 +99,7 @@ def why_lines(record: dict) -> list[str]:
     estimates = (observed.get("estimates") or [None])[0]
     threshold = (observed.get("join_conf") or {}).get(THRESHOLD)
     if estimates:
-        sizes = ", ".join(f"{side} {_bytes(estimates[side].get('size_in_bytes'))}" for side in ("left", "right"))
+        sizes = ", ".join(f"{side} {_estimate(estimates[side])}" for side in ("left", "right"))
         lines.append(f"estimates: {sizes}; {THRESHOLD} {conf_bytes(threshold)}")
     runtime = (observed.get("final") or {}).get("runtime")
     if runtime:
@@ -113,4 +113,18 @@ def why_lines(record: dict) -> list[str]:
         lines.append("adaptive plan (AQE)" if observed["adaptive"] else "static plan (AQE off or not applicable)")
     for warning in (observed.get("warnings") or [])[:5]:
         lines.append(f"warning: {warning}")
+    if observed.get("unavailable"):
+        lines.append(unavailable_words(observed["unavailable"]))
     return lines
+
+
+def unavailable_words(unavailable: list) -> str:
+    return "not observable on this deployment (Spark Connect): " + ", ".join(unavailable)
+
+
+def _estimate(side: dict) -> str:
+    """Exact bytes; a size Spark printed rounded (through Spark Connect) as printed."""
+    printed = side.get("printed")
+    if printed and not printed.endswith(" B"):
+        return f"≈ {printed} (as printed)"
+    return _bytes(side.get("size_in_bytes"))

@@ -289,7 +289,9 @@ def not_checkable(expected: dict, observed: Observation) -> list[str]:
             "build_side" in want and got.get("build_side") == UNAVAILABLE
             for want, got in zip(expected["joins"], observed.final.joins)):
         out.append("joins' build sides (final plan)")
-    if "estimates" in expected and observed.estimates:
+    if "estimates" in expected and "estimates" in gone:
+        out.append("estimates")
+    elif "estimates" in expected and observed.estimates:
         top = observed.estimates[0]
         for side, bounds in expected["estimates"].items():
             low, high = _estimate_range(top[side])
@@ -337,7 +339,7 @@ def _compare(expected: dict, observed: Observation, unchecked: set = frozenset()
         problems += _compare_warnings(expected["warnings"], observed.warnings or [])
     if "operators" in expected and "operators" not in unchecked:
         problems += _compare_operators(expected["operators"], observed.checked_plan(plan_mode).operators or {})
-    if "estimates" in expected:
+    if "estimates" in expected and "estimates" not in unchecked:
         estimates = observed.estimates or []
         top = estimates[0] if estimates else None
         for side, bounds in expected["estimates"].items():

@@ -166,5 +166,6 @@ def pictures(record: dict) -> dict | None:
     runtime = (observed.get("final") or {}).get("runtime") or {}
     return {**trees,
             "estimates": {side: (estimate.get(side) or {}).get("size_in_bytes") for side in ("left", "right")},
+            "rounded": any(str((estimate.get(side) or {}).get("printed") or "").endswith("iB") for side in ("left", "right")),
             "runtime": {side: (runtime.get(side) or {}).get("size_in_bytes") for side in ("left", "right")},
             "threshold": conf_bytes((observed.get("join_conf") or {}).get("spark.sql.autoBroadcastJoinThreshold"))}

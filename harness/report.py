@@ -108,13 +108,16 @@ def validate_results(results: dict) -> None:
 
 
 def render_html(results: dict) -> str:
-    from .describe import expectation_words
+    from .describe import expectation_words, unavailable_words
     from .plantree import pictures
     env = jinja_env()
     env.filters["bytes"] = lambda n: "" if n is None else f"{n:,}"
     env.filters["breakable"] = breakable
     env.globals["top_join"] = top_join
     env.globals["expectation_words"] = expectation_words
+    env.globals["unavailable_words"] = unavailable_words
+    env.filters["estimate"] = lambda side: (f"≈ {side['printed']}" if (side.get("printed") or " B").endswith("iB")
+                                            else "" if side.get("size_in_bytes") is None else f"{side['size_in_bytes']:,}")
     drawn = {r["case_id"]: pictures(r) for r in results["cases"] if r["kind"] == "case"}
     drawn = {case_id: picture for case_id, picture in drawn.items() if picture}
     return env.get_template("report.html.j2").render(results=results, pictures=drawn,
