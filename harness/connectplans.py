@@ -24,6 +24,9 @@ from .plantree import outline
 from .vocab import JOIN_OPERATORS, NO_JOIN
 
 UNAVAILABLE = "unavailable"
+EXPRESSION_IDS = re.compile(r"#\d+")
+PLAN_IDS = re.compile(r"plan_id=\d+")
+ELIDED = re.compile(r"\.\.\. \d+ more fields|\.\.\. \(truncated\)|\.\.\.\d+ more")
 BUILD = re.compile(r"^Build(Left|Right)$")
 STATISTICS = re.compile(r"Statistics\(sizeInBytes=(?P<size>[0-9.E+\-]+) (?P<unit>[KMGTPE]i)?B"
                         r"(?:, rowCount=(?P<rows>[0-9.E+\-]+))?")
@@ -41,6 +44,21 @@ class PrintedPlan:
     tree: dict | None = None
     final: bool = False
     ambiguous: list = field(default_factory=list)   # what the metrics could not tell
+
+    def canonical(self) -> str | None:
+        """The text with what differs between two builds of one query erased (expression
+        ids, exchange plan ids); None when Spark elided part of it (`... 5 more fields`),
+        so that two plans that print alike are never taken for the same query."""
+        if ELIDED.search(self.text) or self.final:
+            return None
+        return PLAN_IDS.sub("plan_id=", EXPRESSION_IDS.sub("#", self.text))
+
+    def semanticHash(self) -> int:  # noqa: N802 (the JVM plan's name: harness.executions asks both)
+        return hash(self.canonical())
+
+    def sameResult(self, other) -> bool:  # noqa: N802
+        mine = self.canonical()
+        return mine is not None and isinstance(other, PrintedPlan) and mine == other.canonical()
 
     @property
     def root(self) -> dict | None:
@@ -240,8 +258,8 @@ def join_estimates(dataframe, logical: bool = True) -> list[dict]:
 
 # --------------------------------------------------------------------------- final plan
 
-# Printed text has no canonical form to key an execution by: nothing is shared.
-shares = False
+# An execution is keyed by the printed plan with its ids erased (PrintedPlan.canonical).
+shares = True
 
 
 def ran_plan(dataframe) -> PrintedPlan | None:

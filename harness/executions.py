@@ -45,7 +45,12 @@ _MEMO: OrderedDict = OrderedDict()
 
 
 def session_confs(spark) -> str:
-    return str(spark._jsparkSession.sessionState().conf().getAllConfs().toString())
+    """Every config of the session in one string, as the JVM prints its map (through Spark
+    Connect, the server's GetAll written the same way)."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:
+        return "Map(" + ", ".join(f"{k} -> {v}" for k, v in sorted(spark.conf.getAll.items())) + ")"
+    return str(jsession.sessionState().conf().getAllConfs().toString())
 
 
 # Configs whose whole effect is the choice of a physical plan (absent AQE, which reads them

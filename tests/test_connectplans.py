@@ -149,3 +149,15 @@ def test_printed_plan_before_a_run_reads_its_initial_plan():
     plan = PrintedPlan(text=text)
     assert connectplans.is_adaptive(plan)
     assert [j.strategy for j in connectplans.join_nodes(plan)] == ["BroadcastHashJoin"]
+
+
+def test_two_builds_of_one_query_share_an_execution_only_when_nothing_was_elided():
+    first = PrintedPlan(text="BroadcastHashJoin [k#12L], [k#40L], Inner, BuildRight, false, false\n"
+                             ":- Range (0, 10, step=1, splits=2)\n"
+                             "+- BroadcastExchange HashedRelationBroadcastMode(...), [plan_id=60]")
+    again = PrintedPlan(text=first.text.replace("#12L", "#99L").replace("plan_id=60", "plan_id=61"))
+    other = PrintedPlan(text=first.text.replace("Range (0, 10", "Range (0, 11"))
+    elided = PrintedPlan(text=first.text + "\n   +- Project [a#1, b#2, ... 30 more fields]")
+    assert first.sameResult(again) and first.semanticHash() == again.semanticHash()
+    assert not first.sameResult(other)
+    assert not elided.sameResult(PrintedPlan(text=elided.text))
