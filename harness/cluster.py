@@ -56,7 +56,38 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-class StandaloneCluster:
+class LocalDaemons:
+    """Processes this machine runs for a test (`start`, `stop`): stopped on leaving the
+    `with` block, on an exception, and on SIGINT/SIGTERM (raised as KeyboardInterrupt)."""
+
+    _previous_handlers: dict
+
+    def _trap_signals(self) -> None:
+        def handler(signum, frame):
+            raise KeyboardInterrupt(f"signal {signum}")
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._previous_handlers[sig] = signal.signal(sig, handler)
+            except ValueError:  # not the main thread: the caller's own handling applies
+                pass
+
+    def _restore_signals(self) -> None:
+        for sig, previous in self._previous_handlers.items():
+            signal.signal(sig, previous)
+        self._previous_handlers.clear()
+
+    def __enter__(self):
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class StandaloneCluster(LocalDaemons):
     def __init__(self, workers: int = 2, cores_per_worker: int = 1, worker_memory: str = "2g",
                  daemon_memory: str = "512m", log=print):
         self.workers = workers
@@ -154,30 +185,6 @@ class StandaloneCluster:
                 _signal_group(proc, signal.SIGKILL)
                 proc.wait(timeout=10)
         self._restore_signals()
-
-    def _trap_signals(self) -> None:
-        def handler(signum, frame):
-            raise KeyboardInterrupt(f"signal {signum}")
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                self._previous_handlers[sig] = signal.signal(sig, handler)
-            except ValueError:  # not the main thread: the caller's own handling applies
-                pass
-
-    def _restore_signals(self) -> None:
-        for sig, previous in self._previous_handlers.items():
-            signal.signal(sig, previous)
-        self._previous_handlers.clear()
-
-    def __enter__(self) -> "StandaloneCluster":
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 def _signal_group(proc: subprocess.Popen, sig) -> None:

@@ -86,25 +86,18 @@ class ConnectSession(Session):
         self.abandoned: str | None = None
         self.stopped = threading.Event()
         self.guard = GuardProcess(options)
-        self._baseline = self.spark.conf.getAll
+        self._baseline = self._current_confs()
 
     @property
     def cluster_shape(self) -> None:
         return None  # executors are the server's business
 
-    def abandon(self, reason: str) -> None:
-        """Interrupt everything of this session and close it; the next case gets a new one."""
-        self.abandoned = reason
+    def _let_go(self) -> None:
+        """Interrupt everything of this session (it is then closed; the next case gets a new one)."""
         try:
             self.spark.interruptAll()
         except Exception:
             pass
-        try:
-            self.spark.stop()
-        except Exception:
-            pass
-        finally:
-            self.stopped.set()
 
     def alive(self) -> bool:
         try:
@@ -132,13 +125,16 @@ class ConnectSession(Session):
 
     # Configs: the whole set in one GetAll call (what the session set; unset keys are absent).
     def _confs_unchanged(self) -> bool:
-        return self.spark.conf.getAll == self._baseline
+        return self._current_confs() == self._baseline
 
     def _current_confs(self) -> dict:
-        return self.spark.conf.getAll
+        try:
+            return self.spark.conf.getAll
+        except AttributeError:  # a PySpark 3.5 client: no getAll yet
+            return {row[0]: row[1] for row in self.spark.sql("SET").collect()}
 
     def _snapshot(self, key: str):
-        return self.spark.conf.getAll.get(key)
+        return self._current_confs().get(key)
 
 
 class ConnectScope(CaseScope):

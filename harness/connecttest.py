@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .cluster import LOOPBACK, _signal_group, against_local, free_port, run_suite, spark_home
+from .cluster import LOOPBACK, LocalDaemons, _signal_group, against_local, free_port, run_suite, spark_home
 from .connect import UNAVAILABLE
 from .connectplans import bytes_text
 from .options import RunOptions
@@ -56,7 +56,7 @@ def server_conf(port: int, workdir: Path) -> dict:
     # estimates are read from the printed plan, and Faker pools would cut it before its joins.
 
 
-class ConnectServer:
+class ConnectServer(LocalDaemons):
     def __init__(self, master: str = "local[2]", driver_memory: str = "4g", log=print):
         self.master = master
         self.driver_memory = driver_memory
@@ -116,28 +116,7 @@ class ConnectServer:
             except subprocess.TimeoutExpired:
                 _signal_group(self.proc, signal.SIGKILL)
                 self.proc.wait(timeout=10)
-        for sig, previous in self._previous_handlers.items():
-            signal.signal(sig, previous)
-        self._previous_handlers.clear()
-
-    def _trap_signals(self) -> None:
-        def handler(signum, frame):
-            raise KeyboardInterrupt(f"signal {signum}")
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                self._previous_handlers[sig] = signal.signal(sig, handler)
-            except ValueError:  # not the main thread
-                pass
-
-    def __enter__(self) -> "ConnectServer":
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+        self._restore_signals()
 
 
 # --------------------------------------------------------------------------- comparison

@@ -39,6 +39,7 @@ class Executed:
     rows: int
     checksum: str
     plan: object  # the executed JVM plan (for AQE: its final plan)
+    key_plan: object = None  # the plan it was looked up by, when not `plan` (Connect's printed one)
 
 
 _MEMO: OrderedDict = OrderedDict()
@@ -49,7 +50,8 @@ def session_confs(spark) -> str:
     Connect, the server's GetAll written the same way)."""
     jsession = getattr(spark, "_jsparkSession", None)
     if jsession is None:
-        return "Map(" + ", ".join(f"{k} -> {v}" for k, v in sorted(spark.conf.getAll.items())) + ")"
+        confs = getattr(spark.conf, "getAll", None) or {row[0]: row[1] for row in spark.sql("SET").collect()}
+        return "Map(" + ", ".join(f"{k} -> {v}" for k, v in sorted(confs.items())) + ")"
     return str(jsession.sessionState().conf().getAllConfs().toString())
 
 
@@ -71,7 +73,7 @@ def key(spark, plan, adaptive: bool) -> tuple:
 def lookup(memo_key: tuple, plan) -> Executed | None:
     for stored in _MEMO.get(memo_key, []):
         try:
-            if plan.sameResult(stored.plan):
+            if plan.sameResult(stored.key_plan if stored.key_plan is not None else stored.plan):
                 _MEMO.move_to_end(memo_key)
                 return stored
         except Exception:  # a plan object of a session that is gone

@@ -212,7 +212,7 @@ def _execute(session: Session, frame, plan, shareable: bool) -> tuple[executions
     except Exception as exc:
         exc.harness_phase = "execution"  # Spark accepted and planned the query; running it failed
         raise
-    ran = executions.Executed(int(row["rows"]), checksum_text(row["hash_sum"]), plans.ran_plan(frame))
+    ran = executions.Executed(int(row["rows"]), checksum_text(row["hash_sum"]), plans.ran_plan(frame), key_plan=plan)
     if memo_key is not None:
         executions.remember(memo_key, ran)
     return ran, False

@@ -194,16 +194,19 @@ class Session:
         """End the JVM and SparkContext under a case that will not end; the blocked call then
         fails and `get_session` builds a new session (in a new JVM) for the next case."""
         self.abandoned = reason
-        # Its JVM goes first: a stopped context's tasks run on in their JVM (local mode
-        # does not kill them), and stop() itself can wait on them, so a job that ignored
-        # cancellation would hold the cores for the rest of the run.
-        _kill_jvm()
+        self._let_go()
         try:
             self.spark.stop()
         except Exception:
             pass
         finally:
             self.stopped.set()
+
+    def _let_go(self) -> None:
+        # Its JVM goes first: a stopped context's tasks run on in their JVM (local mode
+        # does not kill them), and stop() itself can wait on them, so a job that ignored
+        # cancellation would hold the cores for the rest of the run.
+        _kill_jvm()
 
     def cannot_run(self, case) -> str | None:
         """Why this deployment cannot run the case at all (None: it can)."""

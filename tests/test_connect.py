@@ -163,3 +163,30 @@ def test_a_server_that_does_not_answer_is_one_line_per_file_not_a_hang(tmp_path)
     assert f"d2.yaml: (file): no Spark session: Spark Connect server {url} did not answer" in out
     assert "Traceback" not in out
     assert took < 90
+
+
+def test_sigterm_stops_the_server_jvm(tmp_path):
+    """`make connect-test` interrupted: the server's JVM goes with it."""
+    import os
+    import signal
+    import time
+    script = ("from harness.connecttest import ConnectServer\n"
+              "import time\n"
+              "with ConnectServer(driver_memory='1g', log=lambda line: print(line, flush=True)) as server:\n"
+              "    print('PORT', server.port, flush=True)\n"
+              "    time.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    port = None
+    for line in proc.stdout:
+        if line.startswith("PORT"):
+            port = line.split()[1]
+            break
+    assert port is not None
+    marker = f"join-harness-connect-{port}"
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0  # the server runs
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0:
+        time.sleep(0.5)
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1
