@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from . import connectplans
+from .records import NOT_RUN
 from .options import RunOptions
 from .session import NO_SESSION, CaseScope, Session, SessionUnavailable
 from .spark_errors import describe_error
@@ -41,11 +42,11 @@ UNAVAILABLE = {
 # Also per node: a final plan's shuffled hash join has build side `unavailable` (not in
 # the plan metrics); a result sent without plan metrics has no final plan (`final`).
 CANNOT_RUN = {
-    "statistics": "not run through Spark Connect: statistics-only tables get their statistics "
+    "statistics": f"{NOT_RUN}: statistics-only tables get their statistics "
                   "injected into the catalog through the JVM",
-    "stream": "not run through Spark Connect: the stream-stream join's micro-batches are driven "
+    "stream": f"{NOT_RUN}: the stream-stream join's micro-batches are driven "
               "through the JVM (harness.streaming)",
-    "estimate_of": "not run through Spark Connect: a config is sized by an exact estimate, and Connect "
+    "estimate_of": f"{NOT_RUN}: a config is sized by an exact estimate, and Connect "
                    "prints estimates rounded (e.g. 878.9 KiB)",
 }
 # How long the client retries a server that does not answer before the case fails.
@@ -86,6 +87,12 @@ class ConnectSession(Session):
         self.abandoned: str | None = None
         self.stopped = threading.Event()
         self.guard = GuardProcess(options)
+        for key, value in options.spark_conf.items():  # --spark-conf: this session's, on the server
+            try:
+                self.spark.conf.set(key, value)
+            except Exception as exc:
+                raise SessionUnavailable(f"{NO_SESSION}: --spark-conf {key} cannot be set through Spark Connect "
+                                         f"({describe_error(exc).message})") from None
         self._baseline = self._current_confs()
 
     @property

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 from .plans import PLAN_TEXT_LIMIT, JoinNode
 from .plantree import outline
+from .records import UNAVAILABLE
 from .vocab import JOIN_OPERATORS, NO_JOIN
 
-UNAVAILABLE = "unavailable"
 EXPRESSION_IDS = re.compile(r"#\d+")
 PLAN_IDS = re.compile(r"plan_id=\d+")
 ELIDED = re.compile(r"\.\.\. \d+ more fields|\.\.\. \(truncated\)|\.\.\.\d+ more")

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from .cluster import LOOPBACK, LocalDaemons, _signal_group, against_local, free_port, run_suite, spark_home
 from .connect import UNAVAILABLE
+from .diff import UNSEEN
+from .records import NOT_RUN
 from .connectplans import bytes_text
 from .options import RunOptions
 from .session import NOTHING_MATCHES, ensure_java
@@ -121,17 +123,6 @@ class ConnectServer(LocalDaemons):
 
 # --------------------------------------------------------------------------- comparison
 
-def _without_unseen(record: dict) -> dict:
-    """A Connect record in the shape harness.diff compares: what Connect could not see is
-    taken as the local run's, so that it is never reported as a difference."""
-    observed = record["observed"]
-    gone = set(observed.get("unavailable") or [])
-    out = {**record, "observed": dict(observed)}
-    if "warnings" in gone:
-        out["observed"].pop("warnings", None)
-    return out
-
-
 def _estimate_differences(local: dict, remote: dict) -> list[str]:
     """The JVM's exact estimate printed as Spark prints it, against what the server printed."""
     out = []
@@ -154,17 +145,11 @@ def compare(local: dict, remote: dict) -> dict:
         mine = by_id.get(record["case_id"])
         if mine is None:
             continue
-        if record["status"] == "skipped" and record["message"].startswith("not run through Spark Connect"):
+        if record["status"] == "skipped" and record["message"].startswith(NOT_RUN):
             not_run.append((record["case_id"], record["message"]))
             continue
         compared += 1
-        theirs = _without_unseen(record)
-        if "warnings" not in (record["observed"].get("unavailable") or []):
-            changes = case_changes(mine, theirs)
-        else:
-            changes = case_changes({**mine, "observed": {k: v for k, v in mine["observed"].items() if k != "warnings"}},
-                                   theirs)
-        changes = [(_unseen_kind(kind, text), text) for kind, text in changes if not _connect_status(kind, mine, record)]
+        changes = case_changes(mine, record)
         if record.get("kind") == "case":
             changes += [("estimate", text) for text in _estimate_differences(mine, record)]
         for kind, text in changes:
@@ -174,20 +159,6 @@ def compare(local: dict, remote: dict) -> dict:
             "connect": {"master": remote.get("master"), "summary": remote["summary"]},
             "cases_compared": compared, "differing_cases": differing, "differences": differences,
             "not_run_through_connect": not_run, "unavailable_through_connect": UNAVAILABLE}
-
-
-UNSEEN = "unavailable through Connect"
-
-
-def _unseen_kind(kind: str, text: str) -> str:
-    """A build side Connect could not see is listed as such, not as a changed build side."""
-    return UNSEEN if kind == "build side" and text.endswith("build unavailable") else kind
-
-
-def _connect_status(kind: str, local: dict, remote: dict) -> bool:
-    """`passed` → `unchecked` is Connect saying an expectation was not checkable: said in
-    the record, not a difference of Spark's behaviour."""
-    return kind == "status" and remote["status"] == "unchecked" and local["status"] == "passed"
 
 
 def format_comparison(comparison: dict) -> str:

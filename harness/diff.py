@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import json
 
+from .records import NOT_CHECKABLE, NOT_RUN, UNAVAILABLE
 from .report import top_join, version_dir
 from .vocab import describe_join
 
+# Not a change: something one side's deployment could not see (Spark Connect).
+UNSEEN = "unavailable"
+
 KINDS = ("not comparable", "known bug", "strategy", "build side", "adaptive", "condition", "result", "error",
-         "warnings", "status", "only in one version")
+         "warnings", "status", "only in one version", UNSEEN)
 NOT_COMPARABLE = {"timeout": "timed out", "WorkerLost": "its worker process was lost"}
 
 
@@ -38,6 +42,8 @@ def incomparable(record: dict) -> str:
     absence of a final plan, rows or error says nothing about Spark."""
     if record["status"] == "timeout":
         return NOT_COMPARABLE["timeout"]
+    if record["status"] == "skipped" and record["message"].startswith(NOT_RUN):
+        return NOT_RUN
     if (record["observed"].get("error") or {}).get("class") == "WorkerLost":
         return NOT_COMPARABLE["WorkerLost"]
     return ""
@@ -99,7 +105,7 @@ def case_changes(old: dict, new: dict) -> list[tuple[str, str]]:
     if e_old != e_new:
         changes.append(("error", f"{e_old or 'no error'} → {e_new or 'no error'}"))
     w_old, w_new = set(o_old.get("warnings") or []), set(o_new.get("warnings") or [])
-    if w_old != w_new:
+    if w_old != w_new and not _unseen("warnings", o_old, o_new):
         parts = [f"+ {w}" for w in sorted(w_new - w_old)] + [f"- {w}" for w in sorted(w_old - w_new)]
         changes.append(("warnings", "; ".join(parts)))
     bug_id = (new.get("bug") or old.get("bug") or {}).get("id", "")
@@ -109,9 +115,19 @@ def case_changes(old: dict, new: dict) -> list[tuple[str, str]]:
         changes.insert(0, ("known bug", f"bug disappears: {bug_id} (now {new['status']})"))
     # expectations scoped to one version (a captured query) leave the others `observed`:
     # with the same plans and results, that is no difference
-    if old["status"] != new["status"] and not changes and {old["status"], new["status"]} != {"passed", "observed"}:
+    if old["status"] != new["status"] and not changes and {old["status"], new["status"]} != {"passed", "observed"} \
+            and not (_deployment_limit(old) or _deployment_limit(new)):
         changes.append(("status", f"{old['status']} → {new['status']}"))
     return changes
+
+
+def _unseen(what: str, *observed: dict) -> bool:
+    return any(what in (o.get("unavailable") or []) for o in observed)
+
+
+def _deployment_limit(record: dict) -> bool:
+    """`unchecked` only because its deployment could not see an expectation's subject."""
+    return record["status"] == "unchecked" and record["message"].startswith(NOT_CHECKABLE)
 
 
 def _plan_changes(old: dict, new: dict) -> list[tuple[str, str]]:
@@ -128,6 +144,8 @@ def _plan_changes(old: dict, new: dict) -> list[tuple[str, str]]:
             before = describe_join({"strategy": s_old, "build_side": b_old})
             after = describe_join({"strategy": s_new, "build_side": b_new})
             changes.append(("strategy", f"{label}: {before} → {after}"))
+        elif UNAVAILABLE in (b_old, b_new):
+            changes.append((UNSEEN, f"{label}: {s_old} build {b_old} → build {b_new}"))
         elif b_old != b_new:
             changes.append(("build side", f"{label}: {s_old} build {b_old} → build {b_new}"))
     return changes
@@ -156,7 +174,7 @@ def load_results(report_dir: str, version: str) -> dict:
 
 
 def format_diff(old_version: str, new_version: str, grouped: dict) -> str:
-    changed = {case for entries in grouped.values() for case, _ in entries}
+    changed = {case for kind, entries in grouped.items() if kind != UNSEEN for case, _ in entries}
     lines = [f"Spark {old_version} → {new_version}: {len(changed)} case(s) differ"]
     for kind in KINDS:
         if grouped[kind]:

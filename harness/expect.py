@@ -13,7 +13,7 @@ from decimal import Decimal
 
 from packaging.specifiers import SpecifierSet
 
-from .records import Observation, SparkError
+from .records import UNAVAILABLE, Observation, SparkError
 from .scenario import Case, as_hint_list, hint_name
 from .vocab import JOIN_TYPES, describe_join, normalize_build_side, normalize_strategy, spark_version
 
@@ -249,7 +249,6 @@ def _compare_operators(expected: dict, counts: dict) -> list[str]:
     return problems
 
 
-UNAVAILABLE = "unavailable"  # a value the deployment could not observe (harness.connect)
 
 
 def _top_build_side_unseen(observed: Observation, which: str) -> bool:

@@ -29,9 +29,12 @@ FAILING = {"failed", "error", "timeout", "correctness"}
 GUESS_S = {"check": 3.0, "case": 0.3}
 
 
+REPORTS = "reports"
+
+
 def pytest_addoption(parser):
     group = parser.getgroup("join-harness", "Spark join scenario harness")
-    group.addoption("--report-dir", default="reports",
+    group.addoption("--report-dir", default=REPORTS,
                     help="where reports/<spark-version>/ are written (default: reports)")
     group.addoption("--no-report", action="store_true", help="do not write JSON/HTML/JUnit reports")
     group.addoption("--spark-master", default=None,
@@ -69,6 +72,9 @@ def pytest_configure(config):
     config._harness_ids = {}
     # One broken scenario file must not stop the others from running.
     config.option.continue_on_collection_errors = True
+    if config.getoption("spark_remote") and config.getoption("report_dir") == REPORTS:
+        # Never into the local runs' folder: results merge by case id there.
+        config.option.report_dir = str(Path(REPORTS) / "connect")
     if _reporting(config) and not _report_dir_writable(config):
         config.option.no_report = True
     if _reporting(config):

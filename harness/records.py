@@ -26,6 +26,12 @@ class SparkError:
         return cls(data["class"], data.get("message", ""), data.get("java_class", ""))
 
 
+# What a deployment could not observe or run (Spark Connect), in the words records use.
+UNAVAILABLE = "unavailable"
+NOT_RUN = "not run through Spark Connect"
+NOT_CHECKABLE = "not checkable on this deployment"
+
+
 # A field that was not recorded at all (written as absent), unlike one recorded empty (null).
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT", "__bool__": lambda self: False})()
 

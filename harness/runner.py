@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from . import confs, datagen, derived, executions, expect, model, streaming
 from .options import deployment
 from .query import build_query, checksum_frame, checksum_text
-from .records import CaseRecord, Identity, Observation, PlanView, SparkError
+from .records import NOT_CHECKABLE, CaseRecord, Identity, Observation, PlanView, SparkError
 from .scenario import Case, ScenarioError, is_stats_only
 from .session import CaseScope, Session
 from .spark_errors import describe_error
@@ -342,9 +342,9 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
     status = _status(expected, observed, problems)
     unchecked = expect.not_checkable(expected, observed) if expect.has_assertions(expected) else []
     if unchecked and status == "passed":  # what held was checked; the rest could not be: never green
-        status, problems = "unchecked", [f"not checkable on this deployment: {', '.join(unchecked)}"]
+        status, problems = "unchecked", [f"{NOT_CHECKABLE}: {', '.join(unchecked)}"]
     elif unchecked and problems:
-        problems.append(f"not checkable on this deployment: {', '.join(unchecked)}")
+        problems.append(f"{NOT_CHECKABLE}: {', '.join(unchecked)}")
     if status in ("error", "timeout") and not problems:
         problems = [f"{observed.error.cls}: {observed.error.message}"]
     version = session.versions["spark"]

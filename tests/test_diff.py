@@ -89,3 +89,21 @@ def test_a_timed_out_or_lost_case_is_not_comparable():
     assert grouped["not comparable"] == [("a", "timed out on the new version (passed → timeout)"),
                                          ("b", "its worker process was lost on the new version (passed → error)")]
     assert not grouped["strategy"] and not grouped["error"]
+
+
+def test_what_a_deployment_cannot_see_or_run_is_never_a_change():
+    """Local mode against Spark Connect: a build side Connect cannot see, warnings it does
+    not send, a case it cannot run, an expectation it cannot check."""
+    local = [record("shj", strategy="ShuffledHashJoin", build="left"), record("w", warnings=["Hint x ignored"]),
+             record("stats"), record("u")]
+    connect = [record("shj", strategy="ShuffledHashJoin", build="unavailable"), record("w"),
+               record("stats", strategy=None, rows=None, checksum=None, status="skipped"),
+               record("u", status="unchecked")]
+    connect[1]["observed"]["unavailable"] = ["warnings"]
+    connect[2]["message"] = "not run through Spark Connect: statistics-only tables ..."
+    connect[3]["message"] = "not checkable on this deployment: warnings"
+    grouped = diff.diff_results({"cases": local}, {"cases": connect})
+    assert grouped["unavailable"] == [("shj", "initial: ShuffledHashJoin build left → build unavailable")]
+    assert grouped["not comparable"] == [("stats", "not run through Spark Connect on the new version (passed → skipped)")]
+    assert not any(grouped[kind] for kind in ("build side", "warnings", "status", "strategy"))
+    assert "0 case(s) differ" in diff.format_diff("4.3.0 local", "4.3.0 connect", {**grouped, "not comparable": []})
