@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import re
-import shutil
 import tempfile
 import threading
 import time
@@ -30,7 +28,6 @@ from .records import NOT_RUN
 from .options import RunOptions
 from .session import NO_SESSION, CaseScope, Session, SessionUnavailable
 from .spark_errors import describe_error
-from .util import one_line
 
 # What a Connect client cannot see, and why (the words a record and the README use).
 UNAVAILABLE = {
@@ -167,16 +164,6 @@ class ConnectScope(CaseScope):
 
     def warnings(self) -> None:
         return None  # unavailable through Connect (see UNAVAILABLE)
-
-    def close(self) -> None:
-        if self.session.abandoned:
-            self._finished.set()
-            return
-        super().close()
-        try:
-            self.spark.clearTags()
-        except Exception:
-            pass
 
 
 ConnectSession.scope_class = ConnectScope
