@@ -378,7 +378,15 @@ def _table_exists(spark, table: str) -> bool:
 
 def _catalog_table(spark, table: str, df, analyze: str | None):
     if not _table_exists(spark, table):
-        df.write.format("parquet").saveAsTable(table)
+        try:
+            df.write.format("parquet").saveAsTable(table)
+        except Exception:
+            # Through Spark Connect the warehouse is the server's, shared by every worker's
+            # session: another worker may have created the same table meanwhile (the same
+            # fingerprint: the same rows).
+            if not _table_exists(spark, table):
+                raise
+            return spark.table(table)
         if analyze == "table":
             spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS")
         elif analyze == "columns":
