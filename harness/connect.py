@@ -41,8 +41,6 @@ UNAVAILABLE = {
 CANNOT_RUN = {
     "statistics": f"{NOT_RUN}: statistics-only tables get their statistics "
                   "injected into the catalog through the JVM",
-    "stream": f"{NOT_RUN}: the stream-stream join's micro-batches are driven "
-              "through the JVM (harness.streaming)",
     "estimate_of": f"{NOT_RUN}: a config is sized by an exact estimate, and Connect "
                    "prints estimates rounded (e.g. 878.9 KiB)",
 }
@@ -119,8 +117,6 @@ class ConnectSession(Session):
     def cannot_run(self, case) -> str | None:
         from .scenario import is_stats_only
         data = case.scenario.data
-        if "stream" in data:
-            return CANNOT_RUN["stream"]
         if any(is_stats_only(spec) for spec in data["tables"].values()):
             return CANNOT_RUN["statistics"]
         if any(isinstance(value, dict) for value in case.spark_conf.values()):

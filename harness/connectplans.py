@@ -105,11 +105,15 @@ def join_line(name: str, text: str) -> JoinNode | None:
     rest = text.strip()
     rest = re.sub(r"^\*\(\d+\)\s*", "", rest)[len(name):].strip()
     args = split_arguments(rest)
-    keyed = strategy in ("BroadcastHashJoin", "ShuffledHashJoin", "SortMergeJoin")
+    keyed = strategy in ("BroadcastHashJoin", "ShuffledHashJoin", "SortMergeJoin", "StreamingSymmetricHashJoin")
     left_keys = right_keys = "List()"  # what the JVM records for a join without equi keys
     if keyed and len(args) >= 2 and args[0].startswith("["):
         left_keys, right_keys, args = _scala_list(args[0]), _scala_list(args[1]), args[2:]
     build, join_type, condition, flags = "none", "", "", []
+    if strategy == "StreamingSymmetricHashJoin":  # keys, type, `condition = [...]`, state details
+        join_type = args[0] if args else ""
+        condition = next((arg for arg in args if arg.startswith("condition = ")), "")
+        args = []
     for arg in args:
         side = BUILD.match(arg)
         if side:
@@ -260,6 +264,17 @@ def join_estimates(dataframe, logical: bool = True) -> list[dict]:
 
 # An execution is keyed by the printed plan with its ids erased (PrintedPlan.canonical).
 shares = True
+
+
+def stream_plan(query) -> PrintedPlan:
+    """The last micro-batch's physical plan, as the server prints it for `explain()`
+    (which prints and returns nothing)."""
+    import contextlib
+    import io
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        query.explain()
+    return PrintedPlan(text=section(printed.getvalue(), "Physical Plan"))
 
 
 def ran_plan(dataframe) -> PrintedPlan | None:

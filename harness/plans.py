@@ -191,6 +191,11 @@ def current_plan(dataframe):
 shares = True
 
 
+def stream_plan(query):
+    """The executed plan of a streaming query's last micro-batch."""
+    return query._jsq.streamingQuery().lastExecution().executedPlan()
+
+
 def ran_plan(dataframe):
     """The plan that ran, after an action: for AQE, its final plan."""
     return current_plan(dataframe)

@@ -240,7 +240,8 @@ def _observe_stream(session, scope, case, tables, collect_rows, timings, start) 
             result_rows = expect.normalize_rows(run["result"].limit(RESULT_ROWS_LIMIT + 1).collect())
     observed = Observation(
         adaptive=False,
-        initial=PlanView(joins=streaming.stream_join_nodes(streamed.plan), text=session.plans.plan_text(streamed.plan)),
+        initial=PlanView(joins=streaming.stream_join_nodes(session.plans, streamed.plan),
+                         text=session.plans.plan_text(streamed.plan)),
         executed=True, rows=streamed.rows, checksum=streamed.checksum,
         conf={k: session.conf_value(k) for k in case.spark_conf}, join_conf=_join_conf(session, case.spark_conf),
         stream_batches=streamed.batches, result_rows=result_rows, timings=timings)

@@ -20,7 +20,6 @@ import shutil
 import time
 import uuid
 
-from . import plans
 from .query import build_query
 from .scenario import Case
 
@@ -28,11 +27,17 @@ FLUSH_DAYS = (30, 60)
 STATE_PARTITIONS = 2
 
 
-def _append(frames: list, staging_root) -> None:
+def _append(frames: list, staging_root, direct: bool = False) -> None:
     """Add a micro-batch to each source: `frames` is [(DataFrame, source dir, name)]. All
     are written to staging first and then moved in together, so that the file sources
     see only complete files and one micro-batch usually takes every source's new rows
-    (written and moved one by one, each flush step took two batches)."""
+    (written and moved one by one, each flush step took two batches). `direct`: written
+    into the sources by Spark (through Spark Connect the files are the server's, out of
+    this process's reach); each appears whole when its write commits."""
+    if direct:
+        for df, source_dir, _ in frames:
+            df.write.mode("append").parquet(str(source_dir))
+        return
     staged = []
     for df, source_dir, name in frames:
         staging_dir = staging_root / name
@@ -78,6 +83,7 @@ def run_stream(session, scope, case: Case, tables: dict) -> dict:
     """Run the scenario's join over streams; returns the executed plan, the sink's rows
     as a DataFrame, and the number of micro-batches."""
     spark = session.spark
+    direct = session.deployment == "connect"
     watermarks = case.scenario.data["stream"]["watermarks"]
     if "spark.sql.shuffle.partitions" not in case.spark_conf:
         # Each stateful partition keeps state stores on both sides: 200 of them make
@@ -90,7 +96,7 @@ def run_stream(session, scope, case: Case, tables: dict) -> dict:
     for name in tables:
         sources[name] = root / "sources" / name
         sources[name].mkdir(parents=True)
-    _append([(df, sources[name], f"{name}-0") for name, df in tables.items()], root / "staging")
+    _append([(df, sources[name], f"{name}-0") for name, df in tables.items()], root / "staging", direct)
     for name, df in tables.items():
         stream = spark.readStream.schema(df.schema).parquet(str(sources[name]))
         if name in watermarks:
@@ -108,11 +114,11 @@ def run_stream(session, scope, case: Case, tables: dict) -> dict:
     templates = {name: _flush_template(tables[name]) for name in watermarks}
     for step, days in enumerate(FLUSH_DAYS, start=1):
         _append([(_flush_row(spark, tables[name], templates[name], mark["column"], latest, days), sources[name],
-                  f"{name}-flush{step}") for name, mark in watermarks.items()], root / "staging")
+                  f"{name}-flush{step}") for name, mark in watermarks.items()], root / "staging", direct)
         appended += len(watermarks)
         _drain(query, appended, scope)
-    plan = query._jsq.streamingQuery().lastExecution().executedPlan()
-    batches = int(query.lastProgress["batchId"]) + 1 if query.lastProgress else 0
+    plan = session.plans.stream_plan(query)
+    batches = int(_progress(query.lastProgress, "batchId")) + 1 if query.lastProgress else 0
     return {"plan": plan, "result": _without_flush_rows(spark.table(sink), watermarks, latest), "batches": batches}
 
 
@@ -131,11 +137,18 @@ def _drain(query, appended: int, scope) -> None:
     return between two sources' files (it waits for what was listed when it looked)."""
     while True:
         query.processAllAvailable()
-        read = sum(int(p["numInputRows"]) for p in query.recentProgress)
+        read = sum(int(_progress(p, "numInputRows")) for p in query.recentProgress)
         if read >= appended:
             return
         scope.check_timeout()
         time.sleep(0.05)
+
+
+def _progress(progress, key: str):
+    """A progress field: PySpark 3.x gives dicts; through Spark Connect (4.x) item access
+    answered None where the attribute holds the number."""
+    value = getattr(progress, key, None)
+    return progress[key] if value is None else value
 
 
 def _stop(spark, query, sink: str, root) -> None:
@@ -150,5 +163,5 @@ def _stop(spark, query, sink: str, root) -> None:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def stream_join_nodes(plan) -> list:
+def stream_join_nodes(plans, plan) -> list:
     return [j.to_dict() for j in plans.join_nodes(plan)]

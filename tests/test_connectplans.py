@@ -161,3 +161,14 @@ def test_two_builds_of_one_query_share_an_execution_only_when_nothing_was_elided
     assert first.sameResult(again) and first.semanticHash() == again.semanticHash()
     assert not first.sameResult(other)
     assert not elided.sameResult(PrintedPlan(text=elided.text))
+
+
+def test_a_stream_stream_join_reads_as_the_jvm_records_it():
+    text = ("StreamingSymmetricHashJoin [k#28L], [k2#15L], Inner, condition = [ leftOnly = null, rightOnly = null, "
+            "both = null, full = null ], state info [ checkpoint = file:/tmp/ck/state, runId = ffdf, opId = 0, "
+            "ver = 0, numPartitions = 200] stateStoreCkptIds = None, 0, 0, state cleanup [ left = null, "
+            "right = null ], 2, Append")
+    node = join_line("StreamingSymmetricHashJoin", text)
+    assert (node.strategy, node.build_side, node.join_type, node.left_keys, node.right_keys) == \
+        ("StreamingSymmetricHashJoin", "none", "Inner", "List(k#28L)", "List(k2#15L)")
+    assert node.condition == "condition = [ leftOnly = null, rightOnly = null, both = null, full = null ]"
