@@ -265,6 +265,11 @@ def _guard_main(conn, work_dir) -> None:
     """The child: classic local Spark (never Connect), one scenario at a time."""
     for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
         os.environ.pop(key, None)
+    # Its JVM's start-up lines are not the run's output: kept in a log beside its files.
+    log = os.open(os.path.join(tempfile.gettempdir(), f"join-harness-sql-guard-{os.getpid()}.log"),
+                  os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
     from .scenario import ScenarioError
     from .session import Session
     from .sqlguard import check_scenario
