@@ -26,7 +26,7 @@ from pathlib import Path
 from . import connectplans
 from .records import NOT_RUN
 from .options import RunOptions
-from .session import NO_SESSION, CaseScope, Session, SessionUnavailable
+from .session import NO_SESSION, SESSION_KINDS, CaseScope, Session, SessionUnavailable
 from .spark_errors import describe_error
 
 # What a Connect client cannot see, and why (the words a record and the README use).
@@ -111,9 +111,6 @@ class ConnectSession(Session):
     def jvm_reachable(self) -> bool:
         return True  # no JVM of ours to forget
 
-    def check_sql(self, scenario) -> None:
-        self.guard.check(scenario, self.spark)
-
     def cannot_run(self, case) -> str | None:
         from .scenario import is_stats_only
         data = case.scenario.data
@@ -163,6 +160,7 @@ class ConnectScope(CaseScope):
 
 
 ConnectSession.scope_class = ConnectScope
+SESSION_KINDS["connect"] = ConnectSession
 
 # A server that did not answer is not asked again for a while: every case after it fails
 # at once with the same reason, instead of each spending the client's retries.

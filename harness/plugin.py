@@ -80,6 +80,8 @@ def pytest_configure(config):
     if _reporting(config):
         config.pluginmanager.register(HarnessReporter(config), "join-harness-reporter")
     # xdist workers get the same command line, so each builds the same options.
+    if config.getoption("spark_remote"):
+        from . import connect  # noqa: F401 (registers the Spark Connect session kind)
     config.stash[OPTIONS] = RunOptions.from_env(
         master=config.getoption("spark_master"), remote=config.getoption("spark_remote"),
         spark_conf=_session_conf(config),
@@ -229,10 +231,11 @@ class ScenarioFile(pytest.File):
             raise ScenarioError(self.path, scenario.line_of("id"), "id",
                                 f"duplicate id '{scenario.id}' (already used by {owner})")
         cases = expand(scenario)
+        from .runner import check_sql
         from .session import get_session
         session = get_session(options_of(self.config))
         for checked in {id(c.scenario): c.scenario for c in cases}.values():  # a synthetic twin too
-            session.check_sql(checked)
+            check_sql(session, checked)
         return scenario, cases
 
     def repr_failure(self, excinfo):

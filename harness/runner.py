@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from . import confs, datagen, derived, executions, expect, model, streaming
+from . import confs, datagen, derived, executions, expect, model, sqlguard, streaming
 from .options import deployment
 from .query import build_query, checksum_frame, checksum_text
 from .records import NOT_CHECKABLE, CaseRecord, Identity, Observation, PlanView, SparkError
@@ -96,6 +96,17 @@ def observe(session: Session, scope: CaseScope, case: Case, join: dict, conf: di
     return observe_query(session, scope, case, join, conf, tables, execute, collect_rows, timings, start, so_far)
 
 
+def check_sql(session: Session, scenario) -> None:
+    """Refuse the scenario if its SQL does what a scenario may not (harness.sqlguard), on
+    this session's Spark or, where the session has one, its guard's (Spark Connect: a
+    classic Spark in a child process)."""
+    guard = getattr(session, "guard", None)
+    if guard is not None:
+        guard.check(scenario, session.spark)
+    else:
+        sqlguard.check_scenario(session.spark, scenario)
+
+
 def absolute_conf(conf: dict) -> dict:
     """The configs with a value of their own (not sized by an estimate of the query)."""
     return {k: v for k, v in conf.items() if not isinstance(v, dict)}
@@ -105,7 +116,7 @@ def prepare_inputs(session: Session, scope: CaseScope, case: Case, conf: dict) -
     """The scenario's SQL checked (once per session), the case's configs set (before the
     tables: time zone and ANSI shape their data), and the tables its join reads, built."""
     try:
-        session.check_sql(case.scenario)  # done at collection: cached
+        check_sql(session, case.scenario)  # done at collection: cached
     except ScenarioError as exc:
         raise ScenarioRuntimeError(str(exc)) from None
     absolute = absolute_conf(conf)

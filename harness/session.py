@@ -212,11 +212,6 @@ class Session:
         """Why this deployment cannot run the case at all (None: it can)."""
         return None
 
-    def check_sql(self, scenario) -> None:
-        """Refuse the scenario if its SQL does what a scenario may not (harness.sqlguard)."""
-        from .sqlguard import check_scenario
-        check_scenario(self.spark, scenario)
-
     def alive(self) -> bool:
         """The JVM answers and the SparkContext runs (a case may have killed either)."""
         try:
@@ -465,13 +460,20 @@ def get_session(options: RunOptions | None = None) -> Session:
         return _SESSION
 
 
+# Session classes of the deployments that are not a JVM in this process, by name: a
+# module that provides one registers it (harness.connect: "connect").
+SESSION_KINDS: dict = {}
+
+
 def new_session(options: RunOptions | None):
     """A session of the deployment the options name: embedded local or cluster (a JVM
-    here, through Py4J), or a Spark Connect server (harness.connect)."""
+    here, through Py4J), or one registered in SESSION_KINDS (Spark Connect)."""
     options = options or RunOptions.from_env()
+    if options.deployment in SESSION_KINDS:
+        return SESSION_KINDS[options.deployment](options)
     if options.remote:
-        from .connect import ConnectSession
-        return ConnectSession(options)
+        raise SessionUnavailable(f"{NO_SESSION}: no session kind for {options.deployment} is loaded "
+                                 "(import harness.connect)")
     return Session(options)
 
 
