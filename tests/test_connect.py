@@ -75,6 +75,32 @@ join: {left: a, right: b, on: [k]}
 expect: {strategy: BroadcastHashJoin, rows: 100}
 """
 
+STREAM = """\
+id: e_connect_stream
+description: a stream-stream join through Spark Connect; its warning expectation is not checkable there
+tables:
+  views:
+    rows: 60
+    columns:
+      ad: {key: {cardinality: 20}}
+      vts: {uniform: {min: "2024-01-01 00:00:00", max: "2024-01-01 01:00:00"}, type: timestamp}
+  clicks:
+    rows: 30
+    columns:
+      cad: {key: {cardinality: 20}}
+      cts: {uniform: {min: "2024-01-01 00:00:00", max: "2024-01-01 01:00:00"}, type: timestamp}
+stream:
+  watermarks:
+    views: {column: vts, delay: "10 minutes"}
+    clicks: {column: cts, delay: "10 minutes"}
+join:
+  left: views
+  right: clicks
+  condition: "l.ad = r.cad AND r.cts >= l.vts AND r.cts <= l.vts + INTERVAL 1 HOUR"
+expect:
+  strategy: StreamingSymmetricHashJoin
+  warnings: []
+"""
 
 @pytest.fixture(scope="module")
 def server():
@@ -95,7 +121,8 @@ def _run(folder: Path, files: dict, url: str, report: Path) -> tuple[subprocess.
 def test_the_suite_through_spark_connect(server, tmp_path):
     folder = tmp_path / "scenarios"
     folder.mkdir()
-    proc, results = _run(folder, {"a.yaml": SMALL, "b.yaml": REFUSED, "c.yaml": RUNAWAY, "d.yaml": AFTER},
+    proc, results = _run(folder, {"a.yaml": SMALL, "b.yaml": REFUSED, "c.yaml": RUNAWAY, "d.yaml": AFTER,
+                                  "e.yaml": STREAM},
                          server.url, tmp_path / "reports")
     out = proc.stdout + proc.stderr
     by_id = {r["case_id"]: r for r in results["cases"]}
@@ -120,6 +147,11 @@ def test_the_suite_through_spark_connect(server, tmp_path):
     # interrupted through its operation tag; the next case of the same run still passes
     assert by_id["c_connect_runaway"]["status"] == "timeout"
     assert by_id["d_connect_after"]["status"] == "passed"
+
+    # a stream-stream join runs through Connect; what Connect cannot see is said there too
+    stream = by_id["e_connect_stream"]
+    assert stream["observed"]["initial"]["joins"][0]["strategy"] == "StreamingSymmetricHashJoin"
+    assert stream["status"] == "unchecked" and "warnings" in stream["observed"]["unavailable"]
 
 
 def test_comparison_names_what_differs_and_leaves_out_what_connect_cannot_see():
