@@ -150,7 +150,7 @@ def _physical_root(text: str) -> dict | None:
 
 def current_plan(dataframe) -> PrintedPlan:
     """The physical plan the server would run, as it prints it (before an action)."""
-    text = section(dataframe._explain_string(mode="simple"), "Physical Plan")
+    text = section(explained(dataframe, "simple"), "Physical Plan")
     return PrintedPlan(text=text)
 
 
@@ -247,7 +247,7 @@ def join_estimates(dataframe, logical: bool = True) -> list[dict]:
     keeps Spark's rounded text; `size_in_bytes` is that text read back (approximate
     above 2 KiB). The join-selection model's inputs (equi keys, orderability) are not in
     the printed plan: no `logical` entry, so the model says nothing rather than guess."""
-    text = section(dataframe._explain_string(mode="cost"), "Optimized Logical Plan")
+    text = section(explained(dataframe, "cost"), "Optimized Logical Plan")
     out = []
     for node in _walk(outline(text)):
         if node["name"] == "Join" and len(node["children"]) == 2:
@@ -269,12 +269,25 @@ shares = True
 def stream_plan(query) -> PrintedPlan:
     """The last micro-batch's physical plan, as the server prints it for `explain()`
     (which prints and returns nothing)."""
+    return PrintedPlan(text=section(_printed(query.explain), "Physical Plan"))
+
+
+def explained(dataframe, mode: str) -> str:
+    """The server's `explain` text in one mode: PySpark's `_explain_string` (3.4+), else
+    what the public `explain` prints."""
+    as_text = getattr(dataframe, "_explain_string", None)
+    if as_text is not None:
+        return as_text(mode=mode)
+    return _printed(lambda: dataframe.explain(mode=mode))
+
+
+def _printed(call) -> str:
     import contextlib
     import io
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        query.explain()
-    return PrintedPlan(text=section(printed.getvalue(), "Physical Plan"))
+        call()
+    return printed.getvalue()
 
 
 def ran_plan(dataframe) -> PrintedPlan | None:

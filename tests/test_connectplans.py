@@ -172,3 +172,11 @@ def test_a_stream_stream_join_reads_as_the_jvm_records_it():
     assert (node.strategy, node.build_side, node.join_type, node.left_keys, node.right_keys) == \
         ("StreamingSymmetricHashJoin", "none", "Inner", "List(k#28L)", "List(k2#15L)")
     assert node.condition == "condition = [ leftOnly = null, rightOnly = null, both = null, full = null ]"
+
+
+def test_explain_text_without_the_private_call_is_what_explain_prints():
+    class Frame:
+        def explain(self, mode):
+            print(f"== Physical Plan ==\nRange (0, 1, step=1, splits=1) [{mode}]")
+
+    assert connectplans.explained(Frame(), "cost").endswith("[cost]\n")
