@@ -15,6 +15,7 @@ from pathlib import Path
 import jsonschema
 from markupsafe import Markup, escape
 
+from .records import NOT_RUN
 from .util import atomic_write_text, jinja_env, remove_stale_temps, script_json
 from .scenario import SCHEMA_DIR
 
@@ -61,12 +62,17 @@ def summarize(records: list[dict], invalid: list[dict]) -> dict:
     }
 
 
+NOT_RUN_LABEL = "not run"
+
+
 def _strategy_label(record: dict) -> str:
     """The strategy a case counts under; a query that raised counts as an error, named
     "expected error" when its scenario expects exactly that (not a failure)."""
     node = top_join(record, "final") or top_join(record, "initial")
     if node:
         return node["strategy"]
+    if record["status"] == "skipped" and record["message"].startswith(NOT_RUN):
+        return NOT_RUN_LABEL  # not "no join": nothing was planned
     if not record["observed"].get("error"):
         return "no join"
     expected_error = (record.get("expected") or {}).get("error") and record["status"] == "passed"

@@ -28,3 +28,12 @@ def test_summary_counts_strategies():
     summary = report.summarize(records, [])
     assert summary["by_strategy"] == {"SortMergeJoin": 2, "BroadcastHashJoin": 1}
     assert summary["total_case_seconds"] == 3.0
+
+
+def test_a_case_its_deployment_cannot_run_counts_as_not_run_not_as_no_join():
+    from harness.report import build_results
+    from tests.conftest import fake_record
+    skipped = fake_record("s[inner]", strategy=None, status="skipped")
+    skipped["message"] = "not run through Spark Connect: statistics-only tables ..."
+    planned_away = fake_record("n[inner]", strategy=None)
+    assert build_results([skipped, planned_away], [])["summary"]["by_strategy"] == {"not run": 1, "no join": 1}
