@@ -207,3 +207,11 @@ def test_what_a_deployment_cannot_see_is_not_checkable_never_passed():
 def test_no_final_plan_from_the_server_is_not_checkable():
     none = observed(unavailable=["warnings", "final"])
     assert expect.not_checkable({"plan": "both", "strategy": "BroadcastHashJoin"}, none) == ["final plan"]
+
+
+def test_an_estimate_the_printed_plan_did_not_give_is_not_checkable():
+    blank = observed(unavailable=["warnings"], estimates=[
+        {"left": {"size_in_bytes": None, "row_count": None, "printed": None}, "right": {"size_in_bytes": 80}}])
+    want = {"plan": "initial", "estimates": {"left": {"max": 100}}}
+    assert expect.not_checkable(want, blank) == ["left estimate"]
+    assert expect.compare(want, blank) == []
