@@ -30,7 +30,7 @@ from .session import NO_SESSION, SESSION_KINDS, CaseScope, Session, SessionUnava
 from .spark_errors import describe_error
 
 # What a Connect client cannot see, and why (the words a record and the README use).
-UNAVAILABLE = {
+NOT_OBSERVABLE = {
     "warnings": "hint warnings are logged in the server's JVM; Connect does not send them",
     "model": "the join-selection model reads equi keys and orderability from the JVM's logical join",
     "runtime": "AQE's run-time statistics of query stages are not in Connect's plan metrics",
@@ -58,7 +58,7 @@ class ConnectSession(Session):
     JVM is out of reach (configs, life, what can be observed)."""
 
     plans = connectplans
-    unavailable = tuple(UNAVAILABLE)
+    unavailable = tuple(NOT_OBSERVABLE)
 
     def __init__(self, options: RunOptions):
         from pyspark.sql import SparkSession
@@ -156,7 +156,7 @@ class ConnectScope(CaseScope):
             frame.unpersist()
 
     def warnings(self) -> None:
-        return None  # unavailable through Connect (see UNAVAILABLE)
+        return None  # unavailable through Connect (see NOT_OBSERVABLE)
 
 
 ConnectSession.scope_class = ConnectScope
@@ -221,18 +221,16 @@ class GuardProcess:
     def check(self, scenario, spark) -> None:
         from . import derived
         from .scenario import ScenarioError
+        from .sqlguard import once_per_session
 
-        if scenario.sql_verdict is None or scenario.sql_verdict[0] != id(spark):
+        def refusal():
             answer = self._ask(scenario)
-            if "error" in answer:
+            if "error" in answer:  # no verdict: not kept, asked again by the next case
                 raise ScenarioError(scenario.path, None, "", answer["error"])
-            refusal = answer.get("refused")
-            verdict = ScenarioError(*refusal) if refusal else None
             for text, names in answer.get("relations", {}).items():
                 derived.remember_relations(spark, text, names)
-            scenario.sql_verdict = (id(spark), verdict)
-        if scenario.sql_verdict[1] is not None:
-            raise scenario.sql_verdict[1]
+            return ScenarioError(*answer["refused"]) if answer.get("refused") else None
+        once_per_session(scenario, id(spark), refusal)
 
     def _ask(self, scenario) -> dict:
         from dataclasses import replace

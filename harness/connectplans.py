@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from .plans import PLAN_TEXT_LIMIT, JoinNode
 from .plantree import outline
-from .records import UNAVAILABLE
+from .records import BYTE_UNITS, UNAVAILABLE
 from .vocab import JOIN_OPERATORS, NO_JOIN
 
 EXPRESSION_IDS = re.compile(r"#\d+")
@@ -30,7 +30,6 @@ ELIDED = re.compile(r"\.\.\. \d+ more fields|\.\.\. \(truncated\)|\.\.\.\d+ more
 BUILD = re.compile(r"^Build(Left|Right)$")
 STATISTICS = re.compile(r"Statistics\(sizeInBytes=(?P<size>[0-9.E+\-]+) (?P<unit>[KMGTPE]i)?B"
                         r"(?:, rowCount=(?P<rows>[0-9.E+\-]+))?")
-UNITS = {None: 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
 HINT = re.compile(r"(left|right)Hint=\(strategy=(\w+)\)")
 # Operators that only wrap the plan that runs: skipped when a final plan is drawn.
 WRAPPERS = ("AdaptiveSparkPlan", "ResultQueryStage", "WholeStageCodegen", "InputAdapter")
@@ -216,18 +215,18 @@ def final_plan_reached(plan: PrintedPlan) -> bool:
 
 # --------------------------------------------------------------------------- estimates
 
-def size_of(text: str, unit: str | None) -> int:
-    return int(round(float(text) * UNITS[unit]))
+def size_of(text: str, unit: str) -> int:
+    return int(round(float(text) * BYTE_UNITS[unit]))
 
 
 def bytes_text(size: int) -> str:
     """Spark's Utils.bytesToString: what the server prints for an estimate of `size` bytes
     (Java's `%.1f` rounds half up: 160,000 B is 156.25 KiB, printed `156.3 KiB`)."""
     from decimal import ROUND_HALF_UP, Decimal
-    for unit in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
-        if size >= 2 * UNITS[unit]:
-            value = (Decimal(size) / Decimal(UNITS[unit])).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
-            return f"{value} {unit}B"
+    for unit in ("EiB", "PiB", "TiB", "GiB", "MiB", "KiB"):
+        if size >= 2 * BYTE_UNITS[unit]:
+            value = (Decimal(size) / Decimal(BYTE_UNITS[unit])).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+            return f"{value} {unit}"
     return f"{size}.0 B"
 
 
@@ -236,10 +235,10 @@ def _statistics(text: str) -> dict:
     if match is None:
         return {"size_in_bytes": None, "row_count": None, "printed": None}
     rows = match.group("rows")
-    unit = match.group("unit")
+    unit = f"{match.group('unit') or ''}B"
     return {"size_in_bytes": size_of(match.group("size"), unit),
             "row_count": int(float(rows)) if rows is not None else None,
-            "printed": f"{match.group('size')} {unit or ''}B"}
+            "printed": f"{match.group('size')} {unit}"}
 
 
 def join_estimates(dataframe, logical: bool = True) -> list[dict]:

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from .cluster import LOOPBACK, LocalDaemons, _signal_group, against_local, free_port, run_suite, spark_home
-from .connect import UNAVAILABLE
+from .connect import NOT_OBSERVABLE
 from .diff import UNSEEN
 from .records import NOT_RUN
 from .connectplans import bytes_text
@@ -158,7 +158,7 @@ def compare(local: dict, remote: dict) -> dict:
     return {"local": {"master": local.get("master"), "summary": local["summary"]},
             "connect": {"master": remote.get("master"), "summary": remote["summary"]},
             "cases_compared": compared, "differing_cases": differing, "differences": differences,
-            "not_run_through_connect": not_run, "unavailable_through_connect": UNAVAILABLE}
+            "not_run_through_connect": not_run, "unavailable_through_connect": NOT_OBSERVABLE}
 
 
 def format_comparison(comparison: dict) -> str:

@@ -13,7 +13,7 @@ from decimal import Decimal
 
 from packaging.specifiers import SpecifierSet
 
-from .records import UNAVAILABLE, Observation, SparkError
+from .records import BYTE_UNITS, UNAVAILABLE, Observation, SparkError
 from .scenario import Case, as_hint_list, hint_name
 from .vocab import JOIN_TYPES, describe_join, normalize_build_side, normalize_strategy, spark_version
 
@@ -249,10 +249,8 @@ def _compare_operators(expected: dict, counts: dict) -> list[str]:
     return problems
 
 
-
-
-def _top_build_side_unseen(observed: Observation, which: str) -> bool:
-    view = observed.initial if which == "initial" else observed.final
+def _final_build_side_unseen(observed: Observation) -> bool:
+    view = observed.final
     return bool(view and view.joins and view.joins[0].get("build_side") == UNAVAILABLE)
 
 
@@ -260,10 +258,7 @@ def _estimate_range(side: dict) -> tuple[int, int]:
     """The sizes an estimate can be: exact from the JVM; through Spark Connect, the printed
     value ± half its last decimal (`9.8 MiB`: 9.75 to 9.85 MiB)."""
     size, printed = side["size_in_bytes"], side.get("printed")
-    unit = (printed or "").split(" ")[-1] if printed else "B"
-    if not printed or unit == "B":
-        return size, size
-    step = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50, "EiB": 1 << 60}[unit]
+    step = BYTE_UNITS[printed.split(" ")[-1]] if printed else 1
     return size - step // 20, size + step // 20
 
 
@@ -282,7 +277,7 @@ def not_checkable(expected: dict, observed: Observation) -> list[str]:
     final_checked = plan_mode in ("final", "both") and any(k in expected for k in ("strategy", "build_side", "joins"))
     if final_checked and observed.final is None and "final" in gone:
         out.append("final plan")
-    elif final_checked and "build_side" in expected and _top_build_side_unseen(observed, "final"):
+    elif final_checked and "build_side" in expected and _final_build_side_unseen(observed):
         out.append("build side (final plan)")
     elif final_checked and "joins" in expected and observed.final is not None and any(
             "build_side" in want and got.get("build_side") == UNAVAILABLE

@@ -30,6 +30,9 @@ class SparkError:
 UNAVAILABLE = "unavailable"
 NOT_RUN = "not run through Spark Connect"
 NOT_CHECKABLE = "not checkable on this deployment"
+# The units Spark prints sizes in (Utils.bytesToString), e.g. an estimate's `printed` text.
+BYTE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50,
+              "EiB": 1 << 60}
 
 
 # A field that was not recorded at all (written as absent), unlike one recorded empty (null).

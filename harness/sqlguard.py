@@ -180,14 +180,21 @@ def check_scenario(spark, scenario) -> None:
     on the loaded scenario, so every case and forced strategy after the first costs nothing."""
     from .scenario import ScenarioError
 
-    if scenario.sql_verdict is None or scenario.sql_verdict[0] != id(spark):
+    def refusal():
         try:
             _check_scenario(spark, scenario)
-            scenario.sql_verdict = (id(spark), None)
+            return None
         except SqlRefused as exc:
             where, message = exc.args
-            refusal = ScenarioError(scenario.path, scenario.line_of(*where), _dotted(where), message)
-            scenario.sql_verdict = (id(spark), refusal)
+            return ScenarioError(scenario.path, scenario.line_of(*where), _dotted(where), message)
+    once_per_session(scenario, id(spark), refusal)
+
+
+def once_per_session(scenario, session_key, refusal) -> None:
+    """The scenario's SQL verdict, kept on the loaded scenario per session: `refusal()`
+    (a ScenarioError, or None when accepted) is asked once, and raised every time."""
+    if scenario.sql_verdict is None or scenario.sql_verdict[0] != session_key:
+        scenario.sql_verdict = (session_key, refusal())
     if scenario.sql_verdict[1] is not None:
         raise scenario.sql_verdict[1]
 
