@@ -16,11 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness import datagen  # noqa: E402
-from harness.query import checksum_frame  # noqa: E402
-from harness.runner import run_case  # noqa: E402
-from harness.scenario import expand, load_scenario  # noqa: E402
-from harness.session import get_session  # noqa: E402
+from harness.check.runner import run_case  # noqa: E402
+from harness.scenario.model import expand, load_scenario  # noqa: E402
+from harness.spark import datagen  # noqa: E402
+from harness.spark.query import checksum_frame  # noqa: E402
+from harness.spark.session import get_session  # noqa: E402
 
 GEN_SPEC = {
     "rows": 5_000_000,

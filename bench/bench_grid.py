@@ -112,7 +112,7 @@ def harness(workdir: Path) -> tuple[float, dict]:
 
 
 def main() -> None:
-    from harness.options import RunOptions
+    from harness.core.options import RunOptions
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     cases = len(JOIN_TYPES) * len(HINTS) * len(CONFS)
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness import matrix  # noqa: E402
-from harness.util import clock  # noqa: E402
+from harness.core.text import clock  # noqa: E402
+from harness.deploy import matrix  # noqa: E402
 
 TARGET_S = 10 * 60  # issue 16's target for 8 versions on this 2-core machine
 

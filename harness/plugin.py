@@ -1,7 +1,7 @@
 """pytest adapter: scenario files become test items; results become reports.
 
-Thin by design: loading lives in harness.scenario, running in harness.runner, reports
-in harness.report. Each matrix expansion is one item (`id[label]`), plus one
+Thin by design: loading lives in harness.scenario, running in harness.check.runner, reports
+in harness.report.version_report. Each matrix expansion is one item (`id[label]`), plus one
 `id[<join type>-agree]` item per join type that checks every strategy gives the same
 answer. Under xdist, every worker keeps one SparkSession; each item's result record
 travels to the controller in `user_properties`, where the reports are written once.
@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from . import report
-from .scenario import ScenarioError, expand, load_scenario
-from .options import RunOptions
-from .session import NO_SESSION, SessionUnavailable
-from .util import TEMP_MARK, clock, display_path, one_line
+from harness.core.files import TEMP_MARK
+from harness.core.options import RunOptions
+from harness.core.text import clock, display_path, one_line
+from harness.report import version_report
+from harness.scenario.errors import ScenarioError
+from harness.scenario.model import expand, load_scenario
+from harness.spark.session import NO_SESSION, SessionUnavailable
 
 RECORD_KEY = "harness_record"
 OPTIONS = pytest.StashKey[RunOptions]()
@@ -81,7 +83,7 @@ def pytest_configure(config):
         config.pluginmanager.register(HarnessReporter(config), "join-harness-reporter")
     # xdist workers get the same command line, so each builds the same options.
     if config.getoption("spark_remote"):
-        from . import connect  # noqa: F401 (registers the Spark Connect session kind)
+        from harness.deploy import connect  # noqa: F401 (registers the Spark Connect session kind)
     config.stash[OPTIONS] = RunOptions.from_env(
         master=config.getoption("spark_master"), remote=config.getoption("spark_remote"),
         spark_conf=_session_conf(config),
@@ -89,7 +91,7 @@ def pytest_configure(config):
     if _reporting(config) and getattr(config.option, "xmlpath", None) is None and _runs_scenarios(config):
         # pytest's junitxml writes in place: it writes a temp file beside the target,
         # which the reporter renames into place when the run ends (see pytest_unconfigure).
-        target = report.version_dir(config.getoption("report_dir"), report.installed_spark()) / "junit.xml"
+        target = version_report.version_dir(config.getoption("report_dir"), version_report.installed_spark()) / "junit.xml"
         config._harness_junit = (target.with_name(f".junit.xml{TEMP_MARK}{os.getpid()}-run.tmp"), target)
         config.option.xmlpath = str(config._harness_junit[0])
 
@@ -100,7 +102,7 @@ def pytest_collection_modifyitems(session, config, items):
     file's cost: what its items took last time in results.json, or a guess), and each
     cross-strategy item right after the case it checks: xdist hands out consecutive
     items together, so the check's as-written run usually finds that case's answer in
-    its worker (harness.executions). Not `--dist loadfile`: a crashed worker's file is
+    its worker (harness.spark.executions). Not `--dist loadfile`: a crashed worker's file is
     re-queued whole there, the crashing item included, and the run can hang."""
     if not _runs_scenarios(config):
         return
@@ -125,7 +127,7 @@ def pytest_collection_modifyitems(session, config, items):
 
 def _previous_durations(config) -> dict:
     try:
-        path = report.version_dir(config.getoption("report_dir"), report.installed_spark()) / "results.json"
+        path = version_report.version_dir(config.getoption("report_dir"), version_report.installed_spark()) / "results.json"
         records = json.loads(path.read_text(encoding="utf-8"))["cases"]
         return {r["case_id"]: float(r["timings"]["total_s"]) for r in records}
     except (OSError, ValueError, KeyError, TypeError):
@@ -135,7 +137,7 @@ def _previous_durations(config) -> dict:
 def _report_dir_writable(config) -> bool:
     """An unwritable report folder is one line on the terminal, not a traceback: the run
     goes on without reports and its exit code is the tests'."""
-    folder = Path(config.getoption("report_dir")) / report.installed_spark()
+    folder = Path(config.getoption("report_dir")) / version_report.installed_spark()
     try:
         folder.mkdir(parents=True, exist_ok=True)
         probe = folder / f".write-probe{TEMP_MARK}{os.getpid()}-0.tmp"
@@ -154,7 +156,7 @@ def options_of(config) -> RunOptions:
 
 
 def _session_conf(config) -> dict:
-    from .session import read_conf_file
+    from harness.spark.session import read_conf_file
     conf = {}
     if config.getoption("spark_conf_file"):
         try:
@@ -208,7 +210,7 @@ class ScenarioFile(pytest.File):
         marks = marker_names(scenario)
         for mark in marks:
             self.config.addinivalue_line("markers", f"{mark}: scenario tag")
-        from .agreement import agreement_id, agreement_representatives
+        from harness.check.agreement import agreement_id, agreement_representatives
         for case in cases:
             item = ScenarioItem.from_parent(self, name=case.case_id, case=case)
             for mark in marks:
@@ -231,8 +233,8 @@ class ScenarioFile(pytest.File):
             raise ScenarioError(self.path, scenario.line_of("id"), "id",
                                 f"duplicate id '{scenario.id}' (already used by {owner})")
         cases = expand(scenario)
-        from .runner import check_sql
-        from .session import get_session
+        from harness.check.runner import check_sql
+        from harness.spark.session import get_session
         session = get_session(options_of(self.config))
         for checked in {id(c.scenario): c.scenario for c in cases}.values():  # a synthetic twin too
             check_sql(session, checked)
@@ -249,7 +251,7 @@ class CaseFailed(Exception):
 
 
 def _why(record: dict) -> list[str]:
-    from .describe import expectation_words, why_lines
+    from harness.observe.describe import expectation_words, why_lines
     if record["kind"] == "agreement":
         return why_lines(record)
     return [f"expected: {expectation_words(record.get('expected'))}", *why_lines(record)]
@@ -264,11 +266,11 @@ class ScenarioItem(pytest.Item):
         self.case = case
 
     def _run(self, session):
-        from .runner import run_case
+        from harness.check.runner import run_case
         return run_case(self.case, session)
 
     def runtest(self):
-        from .session import get_session
+        from harness.spark.session import get_session
         record = self._run(get_session(options_of(self.config)))
         # The edge: the typed record becomes JSON here, and travels to the controller.
         as_json = record.to_json()
@@ -295,7 +297,7 @@ class ScenarioItem(pytest.Item):
 
 class AgreementItem(ScenarioItem):
     def _run(self, session):
-        from .agreement import run_agreement
+        from harness.check.agreement import run_agreement
         return run_agreement(self.case, session)
 
 
@@ -311,7 +313,7 @@ class HarnessReporter:
         self.lost: dict[str, str] = {}
         self.written: list[Path] = []
         self.failed_write = ""
-        self.progress = Progress(report.installed_spark(), config)
+        self.progress = Progress(version_report.installed_spark(), config)
 
     def pytest_collection_finish(self, session):
         self.progress.start([item.nodeid for item in session.items])
@@ -344,17 +346,19 @@ class HarnessReporter:
         invalid = [{"file": nodeid, "message": message} for nodeid, message in self.invalid.items()]
         report_dir = self.config.getoption("report_dir")
         try:
-            self.written = report.write_reports(report_dir, list(self.records.values()), invalid)
-            from .summary import write_summary  # for a CI job summary
-            from .merged import write_merged  # every version's results side by side
+            self.written = version_report.write_reports(report_dir, list(self.records.values()), invalid)
+            from harness.report.merged import (
+                write_merged,  # every version's results side by side
+            )
+            from harness.report.summary import write_summary  # for a CI job summary
             extra = [write_summary(report_dir, self.written[0].parent.name), write_merged(report_dir)]
             self.written += [path for path in extra if path is not None]
         except OSError as exc:
             self.failed_write = one_line(f"join harness: reports not written to {report_dir}: {exc}")
             return
         if self.config.getoption("accept"):
-            from . import accept
-            accept.main([report.installed_spark()], report_dir)
+            from harness.report import accept
+            accept.main([version_report.installed_spark()], report_dir)
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config):
@@ -367,9 +371,9 @@ class HarnessReporter:
                 temp.unlink(missing_ok=True)
 
     def _add_lost_records(self):
-        from . import agreement, runner
+        from harness.check import agreement, runner
         known = next(iter(self.records.values()), None)
-        versions = known["versions"] if known else {"spark": report.installed_spark(), "java": "unknown",
+        versions = known["versions"] if known else {"spark": version_report.installed_spark(), "java": "unknown",
                                                     "python": platform.python_version()}
         master = known["master"] if known else options_of(self.config).master
         for nodeid, message in self.lost.items():
@@ -393,7 +397,7 @@ class HarnessReporter:
             terminalreporter.write_line(self.failed_write)
         known = sorted((r for r in self.records.values() if r["status"] == "known_bug"), key=lambda r: r["case_id"])
         if known:
-            terminalreporter.write_sep("-", f"known bugs on Spark {report.installed_spark()}: {len(known)} case(s)")
+            terminalreporter.write_sep("-", f"known bugs on Spark {version_report.installed_spark()}: {len(known)} case(s)")
             for record in known:
                 bug = record.get("bug") or {}
                 terminalreporter.write_line(one_line(f"  {record['case_id']}: {bug.get('id', '')} "

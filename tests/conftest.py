@@ -1,6 +1,7 @@
 import textwrap
 from pathlib import Path
 
+import pyspark.sql.functions  # noqa: E402,F401
 import pytest
 
 # Imported when the tests are collected, before any `pytester` fixture: pytester drops at
@@ -8,18 +9,17 @@ import pytest
 # imported inside a test would be imported afresh in the next one, with no SparkContext in
 # their class attributes while the JVM of this process still runs (the next in-process
 # run then fails in F.expr on `SparkContext._active_spark_context`).
-import harness.agreement  # noqa: E402,F401
+import harness.check.agreement  # noqa: E402,F401
+import harness.check.runner  # noqa: E402,F401
 import harness.plugin  # noqa: E402,F401
-import harness.runner  # noqa: E402,F401
-import harness.session  # noqa: E402,F401
-import pyspark.sql.functions  # noqa: E402,F401
+import harness.spark.session  # noqa: E402,F401
 
 
 @pytest.fixture
 def session():
     # Not session-scoped: a fault test may stop the SparkContext; get_session() then builds
     # a new one (and otherwise returns the one this process already has).
-    from harness.session import get_session
+    from harness.spark.session import get_session
     return get_session()
 
 
@@ -57,10 +57,16 @@ expect:
 
 def fake_record(case_id="c[inner]", strategy="BroadcastHashJoin", build_side=None, *, file=None, status="passed",
                 spark="4.3.0", rows=None, checksum=None, warnings=(), error=None, expected=None, **observed) -> dict:
-    """One case record as the harness writes it (built from harness.records and validated
+    """One case record as the harness writes it (built from harness.core.records and validated
     against the results schema), for tests of the tools that read results."""
-    from harness.records import CaseRecord, Identity, Observation, PlanView, SparkError
-    from harness.report import build_results, validate_results
+    from harness.core.records import (
+        CaseRecord,
+        Identity,
+        Observation,
+        PlanView,
+        SparkError,
+    )
+    from harness.report.version_report import build_results, validate_results
     if build_side is None:
         build_side = "right" if strategy == "BroadcastHashJoin" else "none"
     joins = [] if strategy is None else [{"strategy": strategy, "build_side": build_side, "join_type": "Inner",
@@ -81,7 +87,7 @@ def fake_record(case_id="c[inner]", strategy="BroadcastHashJoin", build_side=Non
 
 def fake_results(records: list, spark="4.3.0") -> dict:
     """A whole results.json document around `records`, validated."""
-    from harness.report import build_results, validate_results
+    from harness.report.version_report import build_results, validate_results
     results = build_results(records, [])
     results["versions"]["spark"] = spark
     validate_results(results)

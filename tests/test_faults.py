@@ -3,10 +3,10 @@ import json
 import textwrap
 import time
 
-from harness import session as session_module
-from harness.scenario import expand, load_scenario
-from harness.agreement import run_agreement
-from harness.runner import run_case
+from harness.check.agreement import run_agreement
+from harness.check.runner import run_case
+from harness.scenario.model import expand, load_scenario
+from harness.spark import session as session_module
 from tests.conftest import MINIMAL
 
 pytest_plugins = ["pytester"]

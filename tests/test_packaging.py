@@ -10,9 +10,19 @@ from tests.conftest import MINIMAL
 ROOT = Path(__file__).resolve().parent.parent
 
 
+SHIPPED = {"scenario.schema.json": "scenario", "results.schema.json": "report"}
+
+
 def test_top_level_schemas_are_the_shipped_ones():
-    for name in ("scenario.schema.json", "results.schema.json"):
-        assert (ROOT / "schemas" / name).read_bytes() == (ROOT / "harness" / "schemas" / name).read_bytes()
+    for name, package in SHIPPED.items():
+        assert (ROOT / "schemas" / name).read_bytes() == (ROOT / "harness" / package / name).read_bytes()
+
+
+def test_version_on_the_command_line():
+    import harness
+    done = subprocess.run([sys.executable, "-m", "harness", "--version"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0 and done.stdout.strip() == f"python -m harness {harness.__version__}"
+    assert f"## {harness.__version__}" in (ROOT / "CHANGELOG.md").read_text()
 
 
 def test_a_non_editable_install_validates_scenarios(tmp_path):
@@ -31,11 +41,13 @@ def test_a_non_editable_install_validates_scenarios(tmp_path):
     probe = (
         "import harness, sys\n"
         "from harness.scenario import ScenarioError, load_scenario\n"
-        "from harness.report import validate_results, build_results\n"
+        "from harness.report.version_report import validate_results, build_results\n"
         "print(harness.__file__)\n"
         "print(load_scenario('ok.yaml').id)\n"
         "try:\n    load_scenario('bad.yaml')\nexcept ScenarioError as exc:\n    print(exc)\n"
         "validate_results(build_results([], []))\n"
+        "from harness.report.version_report import render_html\n"
+        "assert '<html' in render_html(build_results([], []))\n"
         "print('results schema ok')\n")
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
                           env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})

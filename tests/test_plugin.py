@@ -79,7 +79,7 @@ def test_reports_written_for_a_run(pytester, session):
 
 
 def test_spark_conf_file_reads_spark_defaults_style(tmp_path):
-    from harness.session import read_conf_file
+    from harness.spark.session import read_conf_file
     path = tmp_path / "cluster.conf"
     path.write_text("# executors\nspark.executor.memory 4g\nspark.executor.cores=2\n\nspark.cores.max   8\n")
     assert read_conf_file(str(path)) == {"spark.executor.memory": "4g", "spark.executor.cores": "2",
@@ -92,6 +92,7 @@ def test_spark_conf_file_reads_spark_defaults_style(tmp_path):
 def test_progress_eta_weighs_items_by_their_last_durations(tmp_path, monkeypatch):
     import json
     from types import SimpleNamespace
+
     from harness.plugin import Progress
     (tmp_path / "4.3.0").mkdir()
     # last run: one long stream file first (60 s), then 99 short cases (0.1 s each)
@@ -99,7 +100,7 @@ def test_progress_eta_weighs_items_by_their_last_durations(tmp_path, monkeypatch
         [{"case_id": f"short[{i}]", "timings": {"total_s": 0.1}} for i in range(99)]
     (tmp_path / "4.3.0" / "results.json").write_text(json.dumps({"cases": took}))
     config = SimpleNamespace(getoption=lambda name: str(tmp_path), pluginmanager=SimpleNamespace(get_plugin=lambda n: None))
-    monkeypatch.setattr("harness.report.installed_spark", lambda: "4.3.0")
+    monkeypatch.setattr("harness.report.version_report.installed_spark", lambda: "4.3.0")
     progress = Progress("4.3.0", config)
     progress.start(["s/a.yaml::long[x]"] + [f"s/b.yaml::short[{i}]" for i in range(99)])
     assert progress.line(0.0).endswith("ETA estimating · 0 failing")

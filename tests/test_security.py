@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.scenario import ScenarioError, expand, load_scenario
+from harness.scenario.errors import ScenarioError
+from harness.scenario.model import expand, load_scenario
 from tests.conftest import MINIMAL, fake_record
 
 pytest_plugins = ["pytester"]
@@ -32,7 +33,7 @@ def refusal(session, write_scenario, text, sql: str | None = None, expression: b
     """The one-line refusal a scenario gets when its file is collected. A statement the
     running Spark cannot even parse (EXECUTE IMMEDIATE before 4.0) cannot run either:
     then that is what is asserted, and the refusal is taken as given."""
-    from harness.sqlguard import check_scenario, parsed_expression, parsed_query
+    from harness.spark.sql_guard import check_scenario, parsed_expression, parsed_query
     if sql is not None:
         try:
             (parsed_expression if expression else parsed_query)(session.spark, sql)
@@ -137,7 +138,7 @@ def test_add_jar_and_a_call_into_it_are_refused(session, write_scenario, tmp_pat
 
 
 def test_plain_scenario_sql_still_passes(session, write_scenario):
-    from harness.sqlguard import check_scenario
+    from harness.spark.sql_guard import check_scenario
     sql = ("WITH hot AS (SELECT k, count(*) AS n FROM a GROUP BY k) "
            "SELECT /*+ BROADCAST(b) */ * FROM hot JOIN b ON hot.k = b.k "
            "WHERE EXISTS (SELECT 1 FROM range(3) r WHERE r.id = b.k) "
@@ -183,7 +184,7 @@ def test_a_config_changed_behind_the_harness_back_is_undone(session):
 
 
 def test_time_zone_and_ansi_shape_generated_data(session, write_scenario):
-    from harness.runner import run_case
+    from harness.check.runner import run_case
     hour_of_epoch = MINIMAL.replace("k: {sequence: {}}", "k: {sequence: {}}\n      h: {expr: \"hour(from_unixtime(0))\"}")
     hour_of_epoch = hour_of_epoch.replace("expect:\n  strategy: BroadcastHashJoin\n  build_side: right\n",
                                           "expect:\n  result_rows: [[16]]\n")
@@ -269,7 +270,7 @@ def test_a_dead_jvm_is_replaced_and_the_lost_case_recorded(pytester):
         (scenarios / f"{name}.yaml").write_text(MINIMAL.replace("id: minimal", f"id: {name}"))
     pytester.makeconftest('''
         import os, signal, time
-        import harness.runner as runner
+        import harness.check.runner as runner
         original = runner.observe
         def observe(session, scope, case, *args, **kwargs):
             if case.scenario.id == "b_killer":  # the JVM dies in the middle of this case
@@ -287,9 +288,9 @@ def test_a_dead_jvm_is_replaced_and_the_lost_case_recorded(pytester):
 
 
 def test_lost_agreement_record_renders_in_the_merged_page(write_scenario):
-    from harness.merged import matrix_data
-    from harness.report import build_results
-    from harness.agreement import lost_record
+    from harness.check.agreement import lost_record
+    from harness.report.merged import matrix_data
+    from harness.report.version_report import build_results
     case = expand(load_scenario(write_scenario(MINIMAL)))[0]
     versions = {"spark": "4.3.0", "java": "17", "python": "3.11"}
     lost = lost_record(case, versions, "local[2]", "worker process lost: crashed").to_json()
@@ -305,7 +306,7 @@ def _record(case_id: str, file: str) -> dict:
 
 
 def test_partial_and_concurrent_writes_keep_every_case(tmp_path, monkeypatch):
-    from harness.report import write_reports
+    from harness.report.version_report import write_reports
     monkeypatch.chdir(tmp_path)
     Path("one.yaml").write_text(MINIMAL.replace("id: minimal", "id: one"))
     Path("two.yaml").write_text(MINIMAL.replace("id: minimal", "id: two"))
@@ -348,7 +349,7 @@ def test_unwritable_report_dir_is_one_line_and_the_tests_decide_the_exit_code(py
 
 
 def test_stale_temp_files_of_dead_processes_are_removed(tmp_path):
-    from harness.util import atomic_write_text, remove_stale_temps
+    from harness.core.files import atomic_write_text, remove_stale_temps
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     stale = tmp_path / f".results.json.tmp-{dead.stdout.strip()}-x.tmp"
     live = tmp_path / f".results.json.tmp-{os.getpid()}-y.tmp"
@@ -363,8 +364,8 @@ def test_stale_temp_files_of_dead_processes_are_removed(tmp_path):
 def test_scenario_text_cannot_break_the_merged_page(tmp_path, monkeypatch):
     from html.parser import HTMLParser
 
-    from harness.merged import matrix_data, render
-    from harness.report import build_results
+    from harness.report.merged import matrix_data, render
+    from harness.report.version_report import build_results
     monkeypatch.chdir(tmp_path)
     hostile = "# <!--<script> </script><script>alert(1)</script>\n" + MINIMAL
     Path("x.yaml").write_text(hostile)
@@ -399,7 +400,7 @@ def test_scenario_text_cannot_break_the_merged_page(tmp_path, monkeypatch):
 
 
 def test_control_characters_from_spark_errors_are_escaped(session, write_scenario):
-    from harness.runner import run_case
+    from harness.check.runner import run_case
     # Spark's message names the unknown function: ESC [31m and BEL come back from the JVM.
     text = MINIMAL.replace("k: {sequence: {}}", "k: {expr: \"`no_such\\e[31mred\\a`(id)\"}")
     text = text.replace("  build_side: right\n", "  rows: 1\n")
@@ -412,8 +413,8 @@ def test_control_characters_from_spark_errors_are_escaped(session, write_scenari
 def test_a_catastrophic_pattern_cannot_hang_the_worker():
     import time
 
-    from harness import expect
-    from harness.records import Observation, SparkError
+    from harness.check import expect
+    from harness.core.records import Observation, SparkError
     observed = Observation(error=SparkError("AnalysisException", "a" * 60 + "b"))
     started = time.perf_counter()
     problems = expect.compare({"plan": "initial", "error": {"message": "(a|aa)+$"}}, observed)

@@ -1,0 +1,556 @@
+"""Capture a team's own query into a scenario file, without its data.
+
+For every table the query reads (found in Spark's analysed plan, through views), the
+schema and the catalog statistics are recorded as a statistics-only table; a permanent
+view becomes a derived table over its own tables; the query becomes `join.sql` with its
+table references renamed to the scenario's tables; the join-relevant configs the session
+set become `spark_conf`; and the join nodes Spark planned for it right now become the
+expectations, scoped to the Spark version that planned them. Replayed on any version,
+the scenario plans what that version plans for those tables at those sizes.
+
+    python -m harness capture q17.sql [more.sql | folder] --out scenarios/ours/
+    from harness import capture; capture(df, "scenarios/ours/q17.yaml")     # a DataFrame
+    capture("SELECT ...", "scenarios/ours/q17.yaml", spark=spark)           # SQL text
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from harness.capturing.frame_sql import PlanSqlError, frame_sql
+from harness.core.files import atomic_write_text
+from harness.core.text import one_line
+from harness.observe import jvm_plans
+from harness.scenario import confs
+from harness.scenario.tables import stats_bound_kind
+from harness.spark.query import checksum_frame
+from harness.spark.sql_guard import describe
+from harness.spark.sql_trees import (
+    name_parts,
+    nodes,
+    parsed_query,
+    relation_names,
+    tree_of,
+)
+
+SCALAR_TYPES = {"bigint": "long", "int": "int", "double": "double", "string": "string", "boolean": "boolean",
+                "date": "date", "timestamp": "timestamp"}
+STAT_PROPERTIES = (("distinct", "distinctCount"), ("nulls", "nullCount"), ("avg_len", "avgLen"),
+                   ("max_len", "maxLen"))
+
+
+class CaptureError(Exception):
+    """One line: what could not be captured, and where."""
+
+
+@dataclass
+class CapturedTable:
+    database: str
+    table: str
+    schema: dict                 # column → scenario type
+    stats: dict                  # the scenario's `stats:`
+    view_sql: str | None = None  # a view: its text (rewritten later)
+    view_plan: object = None     # a temporary view made from a DataFrame: its plan (written as SQL later)
+    notes: list = field(default_factory=list)
+    name: str = ""               # the scenario's name for it
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.database.lower(), self.table.lower()
+
+
+# --------------------------------------------------------------------------- the plan
+
+def _children(node) -> list:
+    out = []
+    for seq in (node.children(), node.subqueries()):
+        out.extend(seq.apply(i) for i in range(seq.size()))
+    return out
+
+
+def read_relations(spark, analysed, where: str = "") -> list[CapturedTable]:
+    """The catalog tables and permanent views under an analysed plan, views first-seen
+    order kept so that a view comes after the tables it reads."""
+    found: dict = {}
+    try:
+        _visit(spark, analysed, found)
+    except CaptureError as exc:
+        raise CaptureError(f"{where}: {exc}" if where else str(exc)) from None
+    return list(found.values())
+
+
+def catalog_table(spark, name: str) -> CapturedTable:
+    """One catalog table's schema and statistics, as capture records them."""
+    return read_relations(spark, spark.table(name)._jdf.queryExecution().analyzed())[0]
+
+
+def _visit(spark, node, found: dict) -> None:
+    kind = node.getClass().getSimpleName()
+    if kind in ("LogicalRelation", "HiveTableRelation"):
+        meta = node.tableMeta() if kind == "HiveTableRelation" else node.catalogTable()
+        if kind == "LogicalRelation":
+            if meta.isEmpty():
+                raise CaptureError(f"it reads files that are not a catalog table ({one_line(str(node))[:120]})")
+            meta = meta.get()
+        table = _table(spark, meta, node)
+        found.setdefault(table.key, table)
+        return
+    if kind == "View":
+        meta = node.desc()
+        for child in _children(node):
+            _visit(spark, child, found)
+        if _is_temp_view(node) and meta.viewText().isEmpty():  # made from a DataFrame
+            database, table = _identifier(meta)
+            found.setdefault((database.lower(), table.lower()),
+                             CapturedTable(database, table, {}, {}, view_sql="", view_plan=node.child()))
+            return
+        view = _view(meta)
+        found.setdefault(view.key, view)
+        return
+    if kind in ("LogicalRDD", "ExternalRDD", "LocalRelation", "Range", "DataSourceV2Relation", "StreamingRelation",
+                "StreamingRelationV2"):
+        raise CaptureError(f"it reads a {kind}, not a catalog table: capture reads tables from the catalog "
+                           "(data made in Python, spark.range or a file read has no statistics to replay)")
+    for child in _children(node):
+        _visit(spark, child, found)
+
+
+def _is_temp_view(view) -> bool:
+    """Spark 3.0's View nodes are permanent views only (no isTempView)."""
+    try:
+        return bool(view.isTempView())
+    except Exception:
+        return False
+
+
+def _identifier(meta) -> tuple[str, str]:
+    identifier = meta.identifier()
+    database = identifier.database()
+    return (database.get() if not database.isEmpty() else "default"), identifier.table()
+
+
+def _view(meta) -> CapturedTable:
+    database, table = _identifier(meta)
+    text = meta.viewText()
+    if text.isEmpty():
+        raise CaptureError(f"view {database}.{table} has no SQL text to replay")
+    return CapturedTable(database, table, {}, {}, view_sql=text.get())
+
+
+def _table(spark, meta, relation) -> CapturedTable:
+    database, table = _identifier(meta)
+    schema = {f.name(): _type(database, table, f) for f in _fields(meta.schema())}
+    stats = meta.stats()
+    notes = []
+    if stats.isEmpty():
+        size = int(relation.stats().sizeInBytes())
+        notes.append(f"{database}.{table} has no catalog statistics: size_bytes is Spark's estimate from its "
+                     "files; ANALYZE TABLE it (or capture --analyze) for row counts and column statistics")
+        return CapturedTable(database, table, schema, {"size_bytes": size}, notes=notes)
+    return CapturedTable(database, table, schema, _stats(spark, stats.get(), schema))
+
+
+def _fields(struct_type) -> list:
+    fields = struct_type.fields()
+    return [fields[i] for i in range(len(fields))]
+
+
+def _stats_type_pattern():
+    """The contract's pattern for a statistics-only column type (schemas/scenario.schema.json)."""
+    from harness.scenario.schema import scenario_validator
+    return re.compile(scenario_validator().schema["$defs"]["spark_type"]["pattern"])
+
+
+def _type(database: str, table: str, field_) -> str:
+    text = field_.dataType().simpleString()
+    if text in SCALAR_TYPES:
+        return SCALAR_TYPES[text]
+    if _stats_type_pattern().match(text):
+        return text
+    raise CaptureError(f"{database}.{table}.{field_.name()} has type {text}, which a scenario cannot declare "
+                       "(nested field names must be lower-case identifiers)")
+
+
+def _stats(spark, statistics, schema: dict) -> dict:
+    """A `stats:` from CatalogStatistics (Py4J gives its BigInts as ints)."""
+    out = {"size_bytes": int(statistics.sizeInBytes())}
+    if not statistics.rowCount().isEmpty():
+        out["rows"] = int(statistics.rowCount().get())
+    columns = {}
+    converters = spark._jvm.scala.collection.JavaConverters
+    for name, type_name in schema.items():
+        column = statistics.colStats().get(name)
+        if column.isEmpty() or "rows" not in out:
+            continue
+        properties = dict(converters.mapAsJavaMapConverter(column.get().toMap(name)).asJava())
+        spec = {key: int(properties[f"{name}.{prop}"]) for key, prop in STAT_PROPERTIES
+                if f"{name}.{prop}" in properties}
+        for bound in ("min", "max"):
+            text = properties.get(f"{name}.{bound}")
+            if text is not None and stats_bound_kind(type_name) is not None:
+                spec[bound] = _bound(text, type_name)
+        if spec:
+            columns[name] = spec
+    if columns:
+        out["columns"] = columns
+    return out
+
+
+def _bound(text: str, type_name: str):
+    if stats_bound_kind(type_name) is int:
+        return int(text)
+    if type_name == "boolean":
+        return text == "true"
+    if type_name in ("date", "timestamp"):
+        return text
+    return float(text)
+
+
+# --------------------------------------------------------------------------- names
+
+def _refuse_commands(spark, text: str, where: str) -> None:
+    """spark.sql runs a command (DROP, INSERT, SET ...) at once: only a query is captured,
+    decided from Spark's parse of it before anything is analysed."""
+    from harness.spark.sql_guard import ANALYSIS, EXPRESSIONS, LOGICAL, QUERY_OPERATORS
+    for node in nodes(tree_of(parsed_query(spark, text))):
+        cls = str(node["class"])
+        query_part = (cls.startswith(LOGICAL) and cls.rsplit(".", 1)[-1] in QUERY_OPERATORS) \
+            or cls.startswith(ANALYSIS) or cls.startswith(EXPRESSIONS)
+        if not query_part:  # a command (execution.command.*), a statement, a non-query operator
+            raise CaptureError(f"{where}: {cls.rsplit('.', 1)[-1]} is not a query; capture takes queries only "
+                               "(nothing was run)")
+
+
+def _scenario_names(tables: list[CapturedTable]) -> None:
+    """A table's own name, or database_table where two databases share one."""
+    counts: dict = {}
+    for table in tables:
+        counts[table.table.lower()] = counts.get(table.table.lower(), 0) + 1
+    for table in tables:
+        plain = re.sub(r"[^A-Za-z0-9_]", "_", table.table)
+        table.name = plain if counts[table.table.lower()] == 1 else f"{table.database}_{plain}"
+        if not re.match(r"[A-Za-z_]", table.name):
+            table.name = f"t_{table.name}"
+
+
+def _reference(parts: list[str]) -> str:
+    """A pattern for a multi-part name as written: any quoting, spaces around dots."""
+    pieces = [rf"`?{re.escape(p)}`?" for p in parts]
+    return r"(?<![\w`.])" + r"\s*\.\s*".join(pieces) + r"(?![\w`])"
+
+
+def rewrite(spark, text: str, tables: list[CapturedTable], where: str) -> str:
+    """The query with each table reference renamed to the scenario's table; checked by
+    parsing the result: it must read the scenario's tables and nothing else."""
+    current = spark.catalog.currentDatabase()
+    by_key = {t.key: t for t in tables}
+    for parts in _written_names(spark, text):
+        database, table = (current, parts[-1]) if len(parts) == 1 else (parts[-2], parts[-1])
+        captured = by_key.get((database.lower(), table.lower()))
+        if captured is None or (len(parts) == 1 and captured.name.lower() == table.lower()):
+            continue
+        text = re.sub(_reference(parts), captured.name, text, flags=re.IGNORECASE)
+    names = {t.name.lower() for t in tables}
+    strangers = [n for n in relation_names(spark, text) if n not in names]
+    if strangers:
+        raise CaptureError(f"{where}: reads '{strangers[0]}', which is not a catalog table or view the capture "
+                           "could follow (a temporary view made from a DataFrame?)")
+    return text
+
+
+def _written_names(spark, text: str) -> list[list[str]]:
+    """Each table name as the query writes it (multi-part), longest first."""
+    names = []
+    for node in nodes(tree_of(parsed_query(spark, text))):
+        if node["class"].endswith(".UnresolvedRelation"):
+            parts = name_parts(node.get("multipartIdentifier", node.get("tableIdentifier")))
+            if parts and parts not in names:
+                names.append(parts)
+    return sorted(names, key=len, reverse=True)
+
+
+# --------------------------------------------------------------------------- capture
+
+def capture(query, out, *, spark=None, scenario_id: str | None = None, analyze: bool = False,
+            source: str = "", baseline: dict | None = None, synthetic: float | None = None) -> Path:
+    """Write the scenario of one query, SQL text or a DataFrame, to `out` (a file, or a
+    folder: then `<scenario_id>.yaml`); returns the path written. SQL text runs in
+    `spark` (the active session when not given); `synthetic` adds a twin with generated
+    data at that scale."""
+
+    if not isinstance(query, str):
+        if not hasattr(query, "_jdf"):
+            raise CaptureError(f"{source or 'query'}: capture takes SQL text or a DataFrame, "
+                               f"not {type(query).__name__}")
+        return _capture_frame(query, out, scenario_id, analyze, source or "a DataFrame", (baseline, synthetic))
+    return _capture_sql(spark or _active_session(), query, out, scenario_id, analyze, source, (baseline, synthetic))
+
+
+def _active_session():
+    from pyspark.sql import SparkSession
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        raise CaptureError("capture of SQL text needs a Spark session: pass spark=, or start one first")
+    return spark
+
+
+def _capture_sql(spark, query: str, out, scenario_id, analyze, source, additions: tuple) -> Path:
+    where = source or "query"
+    try:
+        _refuse_commands(spark, query, where)
+        frame = spark.sql(query)  # a query: analysed, never run
+    except CaptureError:
+        raise
+    except Exception as exc:
+        raise CaptureError(f"{where}: {describe(exc)}") from None
+    tables = read_relations(spark, frame._jdf.queryExecution().analyzed(), where)
+    notes = []
+    if analyze:
+        notes.append(_analyze(spark, tables))
+        frame = spark.sql(query)
+        tables = read_relations(spark, frame._jdf.queryExecution().analyzed(), where)
+    if not tables:
+        raise CaptureError(f"{where}: the query reads no catalog table")
+    _scenario_names(tables)
+    scenario_name, _ = _namers(tables)
+    for table in tables:
+        if table.view_plan is not None:
+            table.view_sql = _frame_sql(spark, table.view_plan, scenario_name, f"{where}: view {table.table}")
+        elif table.view_sql is not None:
+            table.view_sql = rewrite(spark, table.view_sql, tables, f"{where}: view {table.database}.{table.table}")
+    sql = rewrite(spark, query, tables, where)
+    scenario_id = scenario_id or _id_from(source) or _id_from(_file_name(out)) or "captured"
+    data = _scenario(spark, frame, tables, sql, scenario_id, where)
+    return _write(spark, data, out, scenario_id, where, notes, tables, *additions)
+
+
+def _capture_frame(frame, out, scenario_id, analyze, where, additions: tuple) -> Path:
+    """A DataFrame has no SQL text: its analysed plan is written as SQL (harness.capturing.frame_sql),
+    views followed through to their tables, and checked by planning that SQL on the real
+    tables: it must give the DataFrame's own join nodes."""
+    spark = getattr(frame, "sparkSession", None) or frame.sql_ctx.sparkSession  # 3.0-3.2: sql_ctx
+    analysed = frame._jdf.queryExecution().analyzed()
+    tables = [t for t in read_relations(spark, analysed, where) if t.view_sql is None]
+    notes = []
+    if analyze:
+        notes.append(_analyze(spark, tables))
+        tables = [t for t in read_relations(spark, analysed, where) if t.view_sql is None]
+    if not tables:
+        raise CaptureError(f"{where}: the DataFrame reads no catalog table")
+    _scenario_names(tables)
+    scenario_name, catalog_name = _namers(tables)
+    sql = _frame_sql(spark, analysed, scenario_name, where) + "\n"
+    try:
+        as_sql = spark.sql(_frame_sql(spark, analysed, catalog_name, where))
+    except Exception as exc:
+        raise CaptureError(f"{where}: its plan written as SQL does not analyse ({describe(exc)})") from None
+    names = {t.table.lower(): t.name for t in tables}
+    planned, replayed = (_join_summary(f, names) for f in (frame, as_sql))
+    if planned != replayed:
+        raise CaptureError(f"{where}: written as SQL it plans {replayed or 'no join'}, not the DataFrame's "
+                           f"{planned or 'no join'}; capture its SQL text instead")
+    scenario_id = scenario_id or _id_from(_file_name(out)) or "captured"
+    data = _scenario(spark, frame, tables, sql, scenario_id, where)
+    return _write(spark, data, out, scenario_id, where, notes, tables, *additions)
+
+
+def _namers(tables: list) -> tuple:
+    """How a written plan names a catalog relation: by its scenario name (the file), or by
+    its catalog name (the check against the real tables)."""
+    by_key = {t.key: t for t in tables}
+
+    def scenario_name(node):
+        database, table = _identifier(_relation_meta(node))
+        name = by_key[database.lower(), table.lower()].name
+        return name, name
+
+    def catalog_name(node):
+        database, table = _identifier(_relation_meta(node))
+        return f"`{database}`.`{table}`", table
+
+    return scenario_name, catalog_name
+
+
+def _frame_sql(spark, plan, namer, where: str) -> str:
+    try:
+        return frame_sql(spark, plan, namer)
+    except PlanSqlError as exc:
+        raise CaptureError(f"{where}: {exc}") from None
+
+
+def _relation_meta(node):
+    if node.getClass().getSimpleName() == "HiveTableRelation":
+        return node.tableMeta()
+    return node.catalogTable().get()
+
+
+def _join_summary(frame, names: dict) -> list:
+    plan = jvm_plans.current_plan(checksum_frame(frame))
+    return [(j.strategy, j.build_side, j.tables) for j in jvm_plans.join_nodes(plan, names)]
+
+
+def _analyze(spark, tables: list) -> str:
+    for table in [t for t in tables if t.view_sql is None]:
+        spark.sql(f"ANALYZE TABLE `{table.database}`.`{table.table}` COMPUTE STATISTICS FOR ALL COLUMNS")
+    return "ran ANALYZE TABLE ... COMPUTE STATISTICS FOR ALL COLUMNS on every table first"
+
+
+def _write(spark, data: dict, out, scenario_id: str, where: str, notes: list, tables: list,
+           baseline: dict | None, synthetic: float | None) -> Path:
+    if baseline is not None:  # what production planned, on its own version
+        data["expect"]["overrides"] = [baseline]
+    if synthetic is not None:  # before expect, as a person writes it
+        expect = data.pop("expect")
+        data["synthetic"] = {"scale": synthetic}
+        data["expect"] = expect
+    header = [f"Captured from {where} on Spark {spark.version}, {dt.date.today().isoformat()}: statistics and "
+              "plans only, no data."] + notes + [n for t in tables for n in t.notes]
+    path = Path(out)
+    if path.is_dir() or str(out).endswith("/"):
+        path = path / f"{scenario_id}.yaml"
+    atomic_write_text(path, "".join(f"# {one_line(line)}\n" for line in header) + _dump(data))
+    return path
+
+
+def _file_name(out) -> str:
+    """The scenario file's name when `out` names a file (not a folder)."""
+    return "" if Path(out).is_dir() or str(out).endswith("/") else str(out)
+
+
+def _id_from(source: str) -> str:
+    stem = Path(source).stem if source else ""
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", stem)
+    return stem if re.match(r"[A-Za-z]", stem or "") else (f"q_{stem}" if stem else "")
+
+
+def _scenario(spark, frame, tables, sql, scenario_id, where) -> dict:
+    version = spark.version
+    ordered = [t for t in tables if t.view_sql is None] + [t for t in tables if t.view_sql is not None]
+    specs = {}
+    for table in ordered:
+        specs[table.name] = {"sql": table.view_sql} if table.view_sql is not None else \
+            {"schema": table.schema, "stats": table.stats}
+    plan = jvm_plans.current_plan(checksum_frame(frame))
+    names = {t.table.lower(): t.name for t in tables}
+    joins = [j.to_dict() for j in jvm_plans.join_nodes(plan, names)]
+    expect = {"spark": f"=={version}"}
+    if joins:
+        expect["joins"] = [{"strategy": j["strategy"], "build_side": j["build_side"],
+                            **({"tables": j["tables"]} if j.get("tables") else {})} for j in joins]
+    else:
+        expect["strategy"] = "none"
+    data = {"id": scenario_id,
+            "description": f"Captured from {where}: the query's own tables by their catalog statistics; "
+                           f"the join nodes Spark {version} planned.",
+            "tags": ["captured"], "tables": specs, "join": {"sql": sql}}
+    conf = session_join_conf(spark)
+    if conf:
+        data["spark_conf"] = conf
+    data["expect"] = expect
+    return data
+
+
+def session_join_conf(spark) -> dict:
+    """The allow-listed configs the session set explicitly (its join-relevant ones)."""
+    explicit = spark._jsparkSession.sessionState().conf().getAllConfs()
+    converters = spark._jvm.scala.collection.JavaConverters
+    values = dict(converters.mapAsJavaMapConverter(explicit).asJava())
+    out = {}
+    for key in sorted(values):
+        if key in confs.ALLOWED and key not in confs.DATA_CONFS:
+            try:
+                confs.check(key, values[key])
+            except confs.ConfError:
+                continue
+            out[key] = values[key]
+    return out
+
+
+class _Dumper(yaml.SafeDumper):
+    """Readable scenario YAML: queries as literal blocks, small mappings on one line."""
+
+
+def _represent_text(dumper, text: str):
+    style = "|" if "\n" in text else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+def _short(value) -> bool:
+    if isinstance(value, list):
+        return all(_short(v) for v in value)
+    return not isinstance(value, dict) and len(str(value)) <= 60 and "\n" not in str(value)
+
+
+def _represent_mapping(dumper, mapping: dict):
+    leaf = all(_short(v) for v in mapping.values()) and len(mapping) <= 8
+    return dumper.represent_mapping("tag:yaml.org,2002:map", mapping, flow_style=leaf or None)
+
+
+def _represent_list(dumper, items: list):
+    leaf = all(not isinstance(v, (dict, list)) for v in items)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=leaf or None)
+
+
+_Dumper.add_representer(str, _represent_text)
+_Dumper.add_representer(dict, _represent_mapping)
+_Dumper.add_representer(list, _represent_list)
+
+
+def _dump(data: dict) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+
+
+# --------------------------------------------------------------------------- command
+
+def query_files(paths: list[str]) -> list[Path]:
+    files = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            files.extend(sorted(path.rglob("*.sql")))
+        elif path.exists():
+            files.append(path)
+        else:
+            raise CaptureError(f"{given}: no such file or folder")
+    return files
+
+
+def main(paths: list[str], out: str, sql: str | None, analyze: bool, master: str | None,
+         spark_conf: dict, baseline: tuple | None = None, synthetic: float | None = None) -> int:
+    from pyspark.sql import SparkSession
+
+    from harness.capturing.event_log import BaselineError, expectation
+    try:
+        override = expectation(*baseline) if baseline else None
+    except (BaselineError, OSError, ValueError) as exc:
+        print(f"error: --baseline: {exc}")
+        return 2
+    builder = SparkSession.builder.master(master or "local[2]").appName("join-harness capture")
+    for key, value in spark_conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    failures = 0
+    try:
+        sources = [("--sql", sql)] if sql else []
+        sources += [(str(p), p.read_text(encoding="utf-8")) for p in query_files(paths)]
+        if len(sources) > 1 and not (Path(out).is_dir() or out.endswith("/")):
+            raise CaptureError(f"{out}: several queries need a folder to write into (end it with /)")
+        if len(sources) > 1 and override is not None:
+            raise CaptureError("--baseline names one SQL execution: capture its query alone")
+        for source, text in sources:
+            try:
+                written = capture(text.strip().rstrip(";").strip() + "\n", out, spark=spark, analyze=analyze,
+                                  source="" if source == "--sql" else source, baseline=override,
+                                  synthetic=synthetic)
+                print(f"captured {source} -> {written}")
+            except CaptureError as exc:
+                failures += 1
+                print(f"error: {exc}")
+    except CaptureError as exc:
+        print(f"error: {exc}")
+        return 2
+    return 1 if failures else 0

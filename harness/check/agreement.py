@@ -1,0 +1,273 @@
+"""The cross-strategy check: a scenario's join re-run with each strategy Spark can apply
+to it, forced by hints; every one must give the same row count and checksum."""
+from __future__ import annotations
+
+import json
+import re
+import time
+from functools import reduce
+
+from harness.check import expect
+from harness.check.runner import (
+    AS_WRITTEN,
+    PLAN_ONLY,
+    _identity,
+    absent_session,
+    absolute_conf,
+    observe,
+    prepare_inputs,
+    run_forced,
+    timeout_error,
+)
+from harness.core.records import AgreementRecord, AgreementRun
+from harness.core.text import one_line
+from harness.core.vocab import NESTED_LOOP_OPERATORS, NO_JOIN, spark_version
+from harness.scenario.model import Case
+from harness.scenario.tables import table_rows
+from harness.spark.derived import build_inputs, top_tables
+from harness.spark.errors import describe_error
+from harness.spark.session import Session
+
+# Nested-loop strategies compare every pair: the cross-strategy check only forces them
+# when the tables are small enough for that to stay cheap.
+NESTED_LOOP_PAIR_BUDGET = 20_000_000
+# A forced strategy that cannot run for lack of room (a broadcast too large) gives no
+# answer; any other run-time failure while another strategy answers is a wrong result.
+RESOURCE_LIMITS = re.compile(r"Cannot broadcast the table|OutOfMemoryError|maxResultSize|larger than the "
+                             r"(?:maximum|max)|Not enough memory to build")
+
+
+# Shuffle partitions of the forced runs: one task per core (at least two, so that a
+# shuffle really splits the rows; at most eight): the answer does not depend on it, and
+# tasks beyond the cores only add scheduling (measured: 8 → 2 made the checks 15% faster
+# on a 2-core machine).
+FORCED_PARTITIONS = (2, 8)
+
+
+def forced_partitions(session: Session) -> int:
+    cores = (session.cluster_shape or {}).get("cores") or FORCED_PARTITIONS[0]
+    return max(FORCED_PARTITIONS[0], min(FORCED_PARTITIONS[1], int(cores)))
+
+
+def _declared_pairs(case: Case) -> int | None:
+    """The pairs a nested loop would compare, from the declared row counts (None when a
+    derived input's rows are only known by counting)."""
+    tables = case.scenario.data["tables"]
+    sizes = [table_rows(tables[name]) for name in top_tables(case)]
+    if None in sizes:
+        return None
+    return reduce(lambda a, b: a * max(b, 1), sizes, 1)
+
+
+_COUNTED_ROWS: dict = {}
+
+
+def _real_pairs(session: Session, case: Case) -> int:
+    """The pairs a nested loop would compare, from the rows the inputs really have: a
+    filter can leave 499 of 200,000 declared rows, an aggregate 10 of a million (each
+    input counted once per worker and configs, built exactly as the case builds it)."""
+    spec = case.scenario.data["tables"]
+    absolute = {k: v for k, v in case.spark_conf.items() if not isinstance(v, dict)}
+    sizes = []
+    for name in top_tables(case):
+        table = spec[name]
+        if "filter" not in table and table_rows(table) is not None:
+            sizes.append(table_rows(table))
+            continue
+        key = (id(session.spark), str(case.scenario.path), case.scenario.id, name,
+               json.dumps(absolute, sort_keys=True, default=str))
+        if key not in _COUNTED_ROWS:
+            with session.case_scope(case.scenario.timeout) as scope:
+                try:
+                    for conf_key, value in absolute.items():
+                        scope.set_conf(conf_key, value)
+                    frame = build_inputs(session, scope, case, absolute, names=[name])[name]
+                    _COUNTED_ROWS[key] = frame.count()
+                except Exception:  # cannot be built or counted: every forced run will say why
+                    return NESTED_LOOP_PAIR_BUDGET + 1
+        sizes.append(_COUNTED_ROWS[key])
+    return reduce(lambda a, b: a * max(b, 1), sizes, 1)
+
+
+def nested_loops_affordable(session: Session, case: Case) -> bool:
+    declared = _declared_pairs(case)
+    if declared is not None and declared <= NESTED_LOOP_PAIR_BUDGET:
+        return True
+    return _real_pairs(session, case) <= NESTED_LOOP_PAIR_BUDGET
+
+
+def forced_variants(case: Case, nested_loops: bool = True, hints_off: bool = False,
+                    partitions: int = FORCED_PARTITIONS[0]) -> list[tuple[str, dict, dict]]:
+    """(label, join spec, extra conf) for each strategy to force on this case's query.
+    `hints_off` (Spark 3.1+): a query's own hints are ignored in the configuration-forced
+    runs of SQL text, which a hint would otherwise pin to one strategy."""
+    # AQE off so that each forced strategy is the one that runs (no runtime re-planning).
+    no_auto = {"spark.sql.autoBroadcastJoinThreshold": -1, "spark.sql.shuffle.partitions": partitions,
+               "spark.sql.adaptive.enabled": False}
+    if "sql" in case.join:
+        no_hints = {"spark.sql.optimizer.disableHints": True} if hints_off else {}
+        return [(AS_WRITTEN, case.join, {}),
+                ("sort-merge-preferred", case.join, {**no_auto, **no_hints, "spark.sql.join.preferSortMergeJoin": True}),
+                ("broadcast-all", case.join, {**no_auto, **no_hints, "spark.sql.autoBroadcastJoinThreshold": 1 << 30})]
+    hinted = [("BROADCAST@left", {"left": ["BROADCAST"]}),
+              ("BROADCAST@right", {"right": ["BROADCAST"]}), ("SHUFFLE_HASH@left", {"left": ["SHUFFLE_HASH"]}),
+              ("SHUFFLE_HASH@right", {"right": ["SHUFFLE_HASH"]}), ("MERGE", {"left": ["MERGE"]})]
+    if nested_loops:
+        hinted.append(("SHUFFLE_REPLICATE_NL", {"left": ["SHUFFLE_REPLICATE_NL"]}))
+    as_written = (AS_WRITTEN, case.join, {})
+    return [as_written] + [(label, {**case.join, "hints": hints}, no_auto) for label, hints in hinted]
+
+
+def run_agreement(case: Case, session: Session) -> AgreementRecord:
+    """Force every strategy Spark can apply to this join; all must agree on the answer.
+    A strategy that throws while another answers is a correctness failure; a check that
+    compared fewer than two strategies checked nothing and says so (`unchecked`).
+
+    The inputs are built once, under the case's configs, and every strategy runs over
+    them in one scope: each forced strategy's configs are set for its run only."""
+    started = time.perf_counter()
+    if case.scenario.plan_only:
+        return _agreement_record(case, session, "skipped", f"{PLAN_ONLY}: no results to compare", [], [], started)
+    cannot = session.cannot_run(case)
+    if cannot:
+        return _agreement_record(case, session, "skipped", cannot, [], [], started)
+    base_conf = absolute_conf(case.spark_conf)
+    affordable = nested_loops_affordable(session, case)
+    deadline = started + case.scenario.timeout  # one budget for all the forced runs
+    hints_off = spark_version(session.versions["spark"]) >= spark_version("3.1")
+    variants = forced_variants(case, nested_loops=affordable, hints_off=hints_off,
+                               partitions=forced_partitions(session))
+    runs, rejected = [], []
+    if "stream" in case.scenario.data:
+        # The stream-stream join as written against every batch strategy over the same tables.
+        variants = [v for v in variants if v[0] != AS_WRITTEN]
+        if not _stream_run(case, session, base_conf, deadline, runs, rejected):
+            return _agreement_record(case, session, "timeout", f"forced {AS_WRITTEN}: "
+                                     f"{timeout_error(case, session).message}", runs, [], started)
+    with session.case_scope(max(deadline - time.perf_counter(), 0.01)) as scope:
+        try:
+            tables = prepare_inputs(session, scope, case, base_conf)
+        except Exception as exc:  # no strategy can run without its inputs
+            if scope.timed_out.is_set():
+                return _agreement_record(case, session, "timeout", timeout_error(case, session).message, runs, [],
+                                         started)
+            err = describe_error(exc)
+            for label, _, _ in variants:
+                runs.append(AgreementRun(label, error=f"{err.cls}: {err.message}"))
+                rejected.append(label)
+            tables = None
+        for label, join, extra in variants if tables is not None else []:
+            run_started = time.perf_counter()
+            try:
+                with scope.conf_overlay(extra):
+                    ran = run_forced(session, scope, join, base_conf, tables)
+            except Exception as exc:
+                if scope.timed_out.is_set():
+                    message = f"forced {label}: {timeout_error(case, session).message}"
+                    return _agreement_record(case, session, "timeout", message, runs, [], started)
+                _failed_run(label, exc, runs, rejected)
+                continue
+            if not affordable and ran.strategy in NESTED_LOOP_OPERATORS and label != AS_WRITTEN:
+                continue
+            runs.append(AgreementRun(label, ran.strategy, ran.build_side, ran.rows, ran.checksum, shared=ran.shared,
+                                     seconds=time.perf_counter() - run_started))
+    status, message = _verdict(runs, rejected, affordable)
+    shared = sum(1 for run in runs if run.shared)
+    if shared:  # the same physical query under the same configs already ran in this worker
+        message += f" ({shared} answer{'s' if shared > 1 else ''} shared with an identical plan run before)"
+    version = session.versions["spark"]
+    status, message = expect.bug_verdict(expect.bug_in_force(case, version, session.deployment), status, message,
+                                         version, case_item=False)
+    return _agreement_record(case, session, status, message, runs, _strategies(runs), started)
+
+
+def _failed_run(label: str, exc: Exception, runs: list, rejected: list) -> None:
+    err = describe_error(exc)
+    runs.append(AgreementRun(label, error=f"{err.cls}: {err.message}"))
+    if getattr(exc, "harness_phase", None) != "execution" or RESOURCE_LIMITS.search(err.message):
+        rejected.append(label)  # refused at analysis or planning, or too big: not a result
+
+
+def _stream_run(case: Case, session: Session, conf: dict, deadline: float, runs: list, rejected: list) -> bool:
+    """The stream-stream join as written, in a scope of its own (its query is stopped
+    when the scope closes); False when it ran past the check's time."""
+    with session.case_scope(max(deadline - time.perf_counter(), 0.01)) as scope:
+        try:
+            observed, _ = observe(session, scope, case, case.join, conf, execute=True, collect_rows=False,
+                                  stream=True)
+        except Exception as exc:
+            if scope.timed_out.is_set():
+                return False
+            _failed_run(AS_WRITTEN, exc, runs, rejected)
+            return True
+    top = observed.initial.top or {"strategy": NO_JOIN, "build_side": "none"}
+    runs.append(AgreementRun(AS_WRITTEN, top["strategy"], top["build_side"], observed.rows, observed.checksum,
+                             shared=bool(observed.timings.get("shared_execution"))))
+    return True
+
+
+def _strategies(runs: list) -> list[tuple[str, str]]:
+    return sorted({(r.strategy, r.build_side) for r in runs if r.error is None})
+
+
+def _verdict(runs: list, rejected: list, nested_loops: bool) -> tuple[str, str]:
+    answered = [r for r in runs if r.error is None]
+    failed = [r for r in runs if r.error is not None]
+    if not answered:
+        if failed and len(rejected) == len(failed):
+            return "skipped", "Spark rejects this query on this version: " + failed[0].error
+        return "error", "no forced strategy could run the query: " + "; ".join(
+            f"{r.forced}: {r.error}" for r in failed) if failed else "no strategy ran"
+    problems = [f"forced {r.forced} threw {r.error} while {answered[0].strategy} (forced {answered[0].forced}) "
+                f"returned {answered[0].rows} rows" for r in failed if r.forced not in rejected]
+    reference = answered[0]
+    for run in answered[1:]:
+        if (run.rows, run.checksum) != (reference.rows, reference.checksum):
+            problems.append(f"{run.strategy} (build {run.build_side}, forced {run.forced}) gives "
+                            f"{run.rows} rows / {run.checksum}, but {reference.strategy} "
+                            f"(forced {reference.forced}) gives {reference.rows} rows / {reference.checksum}")
+    if problems:
+        return "correctness", "; ".join(problems)
+    strategies = _strategies(runs)
+    if len(strategies) < 2:
+        why = "" if nested_loops else "; nested-loop strategies were not forced (the inputs hold more than " \
+                                      f"{NESTED_LOOP_PAIR_BUDGET:,} pairs)"
+        only = ", ".join(f"{s} ({b})" for s, b in strategies)
+        return "unchecked", f"only one strategy could be compared ({only}): nothing to check against{why}"
+    return "passed", f"{len(answered)} runs over {len(strategies)} strategies agree"
+
+
+def _agreement_record(case, session, status, message, runs, strategies, started) -> AgreementRecord:
+    return AgreementRecord(
+        identity=_identity(case, session), case_id=agreement_id(case), label=agreement_label(case),
+        params={k: v for k, v in case.params.items() if k == "join_type"},
+        description=f"results agree across strategies: {case.scenario.data['description']}",
+        status=status, message=message, runs=runs, strategies=[f"{s} ({b})" for s, b in strategies],
+        timings={"total_s": round(time.perf_counter() - started, 4)})
+
+
+def agreement_label(case: Case) -> str:
+    return f"{case.join_type}-agree" if "sql" not in case.join else "agree"
+
+
+def agreement_id(case: Case) -> str:
+    return f"{case.scenario.id}[{agreement_label(case)}]"
+
+
+def agreement_representatives(cases: list[Case]) -> list[Case]:
+    """One case per distinct answer-defining variant (join type) of a scenario. A variant
+    Spark rejects on the running version is skipped when the check runs."""
+    chosen: dict[tuple, Case] = {}
+    for case in cases:  # a synthetic twin is a scenario of its own
+        key = (case.scenario.id, agreement_label(case))
+        # Preferably a case that executes: the check's as-written run is then its answer,
+        # shared (harness.spark.executions), not run again.
+        if key not in chosen or (not expect.executes(chosen[key].expect) and expect.executes(case.expect)):
+            chosen[key] = case
+    return list(chosen.values())
+
+
+def lost_record(case: Case, versions: dict, master: str | None, message: str) -> AgreementRecord:
+    """The record of an agreement item whose worker process died under it."""
+    return _agreement_record(case, absent_session(versions, master), "error", one_line(message), [], [],
+                             time.perf_counter())

@@ -1,0 +1,391 @@
+"""Expectations: which apply to a case on a Spark version, and how observations compare.
+
+`resolve` merges the scenario's base expectations with every override whose `when`
+matches the case (Spark version by PEP 440 specifier, matrix values); later overrides
+win. `compare` returns one short line per mismatch, so a failing case reads like the
+rule it broke.
+"""
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+
+from packaging.specifiers import SpecifierSet
+
+from harness.core.records import BYTE_UNITS, UNAVAILABLE, Observation, SparkError
+from harness.core.vocab import (
+    JOIN_TYPES,
+    describe_join,
+    normalize_build_side,
+    normalize_strategy,
+    spark_version,
+)
+from harness.scenario.model import Case
+from harness.scenario.tables import as_hint_list, hint_name
+
+EXPECTATION_KEYS = ("strategy", "build_side", "joins", "plan", "rows", "checksum", "result_rows",
+                    "error", "warnings", "estimates", "operators")
+# Keys that can only be checked by running the query.
+EXECUTION_KEYS = ("rows", "checksum", "result_rows")
+
+
+def _hint_names(value) -> list[str]:
+    return [hint_name(h).upper() for h in as_hint_list(value)]
+
+
+def _conf_equal(expected, actual) -> bool:
+    if isinstance(expected, dict) or isinstance(actual, dict):
+        return expected == actual
+
+    def norm(v):
+        return ("true" if v else "false") if isinstance(v, bool) else str(v).strip().lower()
+    return norm(expected) == norm(actual)
+
+
+def _version_in(specifier: str, version: str) -> bool:
+    return SpecifierSet(specifier).contains(spark_version(version), prereleases=True)
+
+
+def when_matches(when: dict, case: Case, version: str, deployment: str = "local") -> bool:
+    if "spark" in when and not _version_in(when["spark"], version):
+        return False
+    if "join_type" in when:
+        wanted = when["join_type"] if isinstance(when["join_type"], list) else [when["join_type"]]
+        if case.join_type not in {JOIN_TYPES[w] for w in wanted}:
+            return False
+    if "api" in when and case.join.get("api", "dataframe") != when["api"]:
+        return False
+    if "deployment" in when and when["deployment"] != deployment:
+        return False
+    for side in ("left", "right"):
+        key = f"{side}_hints"
+        if key in when and _hint_names(when[key]) != _hint_names(case.join.get("hints", {}).get(side)):
+            return False
+    for key, value in when.get("conf", {}).items():
+        if key not in case.spark_conf or not _conf_equal(value, case.spark_conf[key]):
+            return False
+    return True
+
+
+def resolve(case: Case, version: str, deployment: str = "local") -> dict:
+    """The expectations in force for this case on this Spark version and deployment
+    (`local` or `cluster`)."""
+    base_applies = "spark" not in case.expect or _version_in(case.expect["spark"], version)
+    expected = {k: case.expect[k] for k in EXPECTATION_KEYS if k in case.expect and base_applies}
+    for override in case.overrides:
+        if when_matches(override["when"], case, version, deployment):
+            if "strategy" in override and "build_side" not in override:
+                expected.pop("build_side", None)  # a build side belongs to the strategy it was written for
+            for key in EXPECTATION_KEYS:
+                if key in override:
+                    expected[key] = override[key]
+    if expected.get("error") is None:
+        expected.pop("error", None)
+    if "strategy" in expected:
+        expected["strategy"] = normalize_strategy(expected["strategy"])
+    if "build_side" in expected:
+        expected["build_side"] = normalize_build_side(expected["build_side"])
+    if "joins" in expected:
+        expected["joins"] = [_normalize_node(j) for j in expected["joins"]]
+    expected.setdefault("plan", "initial")
+    return expected
+
+
+def _normalize_node(node: dict) -> dict:
+    normalized = {**node, "strategy": normalize_strategy(node["strategy"])}
+    if "build_side" in node:
+        normalized["build_side"] = normalize_build_side(node["build_side"])
+    if "tables" in node:
+        normalized["tables"] = sorted(t.lower() for t in node["tables"])
+    return normalized
+
+
+def needs_execution(expected: dict) -> bool:
+    return any(k in expected for k in EXECUTION_KEYS) or expected.get("plan") in ("final", "both")
+
+
+def executes(expected: dict) -> bool:
+    """A case runs its query when an expectation needs the answer, or when it has none
+    (then what it did is the record)."""
+    return needs_execution(expected) or not has_assertions(expected)
+
+
+def has_assertions(expected: dict) -> bool:
+    return any(k in expected for k in EXPECTATION_KEYS if k != "plan")
+
+
+# --------------------------------------------------------------------------- compare
+
+def _node_matches(want: dict, got: dict) -> bool:
+    return (want["strategy"] == got["strategy"]
+            and want.get("build_side", got["build_side"]) == got["build_side"]
+            and want.get("skew", got.get("skew", False)) == got.get("skew", False)
+            and want.get("null_aware", got["null_aware"]) == got["null_aware"]
+            and ("tables" not in want or want["tables"] == sorted(got.get("tables") or [])))
+
+
+def _compare_plan(expected: dict, joins: list[dict], which: str) -> list[str]:
+    problems = []
+    top = joins[0] if joins else None
+    if "strategy" in expected:
+        want = expected["strategy"]
+        got = top["strategy"] if top else "none"
+        if want != got:
+            problems.append(f"{which} plan: expected {want}, observed {describe_join(top, tables=True)}")
+    if "build_side" in expected and top is not None:
+        if expected["build_side"] != top["build_side"] and ("strategy" not in expected or not problems):
+            problems.append(f"{which} plan: expected build side {expected['build_side']}, observed {describe_join(top, tables=True)}")
+    if "joins" in expected:
+        want_nodes = expected["joins"]
+        if len(want_nodes) != len(joins):
+            problems.append(f"{which} plan: expected {len(want_nodes)} join(s), observed {len(joins)}: "
+                            + ", ".join(describe_join(j, tables=True) for j in joins))
+        else:
+            for i, (want, got) in enumerate(zip(want_nodes, joins)):
+                if not _node_matches(want, got):
+                    problems.append(f"{which} plan join #{i + 1}: expected {describe_join(want, tables=True)}, observed {describe_join(got, tables=True)}")
+    return problems
+
+
+def _normalize_value(value):
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float, Decimal)):
+        return float(value)
+    if hasattr(value, "isoformat"):
+        return value.isoformat().replace("T", " ")
+    return str(value)
+
+
+def _row_key(row) -> tuple:
+    return tuple((v is None, str(type(v).__name__), v if v is not None else 0) for v in row)
+
+
+def normalize_rows(rows) -> list[list]:
+    normalized = [[_normalize_value(v) for v in row] for row in rows]
+    return sorted(normalized, key=_row_key)
+
+
+def _rows_equal(expected: list, observed: list) -> bool:
+    if len(expected) != len(observed):
+        return False
+    for e_row, o_row in zip(expected, observed):
+        if len(e_row) != len(o_row):
+            return False
+        for e, o in zip(e_row, o_row):
+            if isinstance(e, float) and isinstance(o, float):
+                if not math.isclose(e, o, rel_tol=1e-9, abs_tol=1e-9):
+                    return False
+            elif e != o:
+                return False
+    return True
+
+
+PATTERN_TIMEOUT_S = 1.0
+
+
+class PatternTooSlow(Exception):
+    pass
+
+
+def search(pattern: str, text: str) -> bool:
+    """re.search, bounded in time: a scenario's pattern is untrusted, and a pattern that
+    backtracks catastrophically must not hang the worker (the `regex` module stops it)."""
+    try:
+        import regex
+    except ImportError:  # an environment without it (an old matrix venv): bounded input only
+        return re.search(pattern, text[:2000]) is not None
+    try:
+        return regex.search(pattern, text, timeout=PATTERN_TIMEOUT_S) is not None
+    except TimeoutError:
+        raise PatternTooSlow(f"pattern /{pattern}/ took over {PATTERN_TIMEOUT_S:g} s on the text "
+                             "(catastrophic backtracking?)") from None
+
+
+def _compare_error(expected: dict, observed_error: SparkError | None) -> list[str]:
+    want = expected.get("error")
+    if want is None:
+        if observed_error:
+            return [f"unexpected error {observed_error.cls}: {observed_error.message}"]
+        return []
+    if not observed_error:
+        return [f"expected error {want.get('class', '')} /{want.get('message', '')}/ but the query succeeded"]
+    problems = []
+    if "class" in want and want["class"] not in (observed_error.cls, observed_error.java_class) \
+            and not observed_error.java_class.endswith("." + want["class"]):
+        problems.append(f"expected error class {want['class']}, observed {observed_error.cls}")
+    if "message" in want and not search(want["message"], observed_error.message):
+        problems.append(f"error message /{want['message']}/ not found in: {observed_error.message}")
+    return problems
+
+
+def _compare_warnings(want, seen: list[str]) -> list[str]:
+    """`[patterns]`: each matches a logged hint warning (`[]`: none was logged);
+    `{match, absent, count}`: as named."""
+    if want == []:
+        return [f"expected no hint warnings, observed: {seen[0]}"] if seen else []
+    if isinstance(want, list):
+        want = {"match": want}
+    problems = []
+    if "count" in want and len(seen) != want["count"]:
+        problems.append(f"expected {want['count']} hint warning(s), observed {len(seen)}"
+                        + (f": {seen[0]}" if seen else ""))
+    for pattern in want.get("match", []):
+        if not any(search(pattern, line) for line in seen):
+            problems.append(f"no hint warning matches /{pattern}/ (observed: {seen or 'none'})")
+    for pattern in want.get("absent", []):
+        hit = next((line for line in seen if search(pattern, line)), None)
+        if hit is not None:
+            problems.append(f"a hint warning matches /{pattern}/, which must be absent: {hit}")
+    return problems
+
+
+def _within(value: int, bounds) -> bool:
+    if isinstance(bounds, int):
+        return value == bounds
+    return bounds.get("min", value) <= value <= bounds.get("max", value)
+
+
+def _compare_operators(expected: dict, counts: dict) -> list[str]:
+    problems = []
+    for name, bounds in expected.items():
+        seen = counts.get(name, 0)
+        if not _within(seen, bounds):
+            problems.append(f"expected {bounds} {name} operator(s), observed {seen}")
+    return problems
+
+
+def _final_build_side_unseen(observed: Observation) -> bool:
+    view = observed.final
+    return bool(view and view.joins and view.joins[0].get("build_side") == UNAVAILABLE)
+
+
+def _estimate_range(side: dict) -> tuple[int, int]:
+    """The sizes an estimate can be: exact from the JVM; through Spark Connect, the printed
+    value ± half its last decimal (`9.8 MiB`: 9.75 to 9.85 MiB)."""
+    size, printed = side["size_in_bytes"], side.get("printed")
+    step = BYTE_UNITS[printed.split(" ")[-1]] if printed else 1
+    return size - step // 20, size + step // 20
+
+
+def not_checkable(expected: dict, observed: Observation) -> list[str]:
+    """The expectations this observation cannot decide (what the deployment could not
+    see), each named: never passed, never failed, reported as not checkable."""
+    gone = set(observed.unavailable or [])
+    if not gone or observed.error:
+        return []
+    out = []
+    plan_mode = expected.get("plan")
+    if "warnings" in expected and "warnings" in gone:
+        out.append("warnings")
+    if "operators" in expected and "operators" in gone:
+        out.append("operators")
+    final_checked = plan_mode in ("final", "both") and any(k in expected for k in ("strategy", "build_side", "joins"))
+    if final_checked and observed.final is None and "final" in gone:
+        out.append("final plan")
+    elif final_checked and "build_side" in expected and _final_build_side_unseen(observed):
+        out.append("build side (final plan)")
+    elif final_checked and "joins" in expected and observed.final is not None and any(
+            "build_side" in want and got.get("build_side") == UNAVAILABLE
+            for want, got in zip(expected["joins"], observed.final.joins)):
+        out.append("joins' build sides (final plan)")
+    if "estimates" in expected and "estimates" in gone:
+        out.append("estimates")
+    elif "estimates" in expected and observed.estimates:
+        top = observed.estimates[0]
+        for side, bounds in expected["estimates"].items():
+            if top[side].get("size_in_bytes") is None:  # the printed plan gave no size for it
+                out.append(f"{side} estimate")
+                continue
+            low, high = _estimate_range(top[side])
+            lo_ok = "min" not in bounds or low >= bounds["min"] or high < bounds["min"]
+            hi_ok = "max" not in bounds or high <= bounds["max"] or low > bounds["max"]
+            if not (lo_ok and hi_ok):
+                out.append(f"{side} estimate (printed {top[side].get('printed')})")
+    return out
+
+
+def compare(expected: dict, observed: Observation) -> list[str]:
+    """Mismatches between what a case expects and what Spark did, one line each; what
+    cannot be checked (`not_checkable`) is left out."""
+    try:
+        return _compare(expected, observed, set(not_checkable(expected, observed)))
+    except PatternTooSlow as exc:
+        return [str(exc)]
+
+
+def _compare(expected: dict, observed: Observation, unchecked: set = frozenset()) -> list[str]:
+    if observed.error or "error" in expected:
+        problems = _compare_error(expected, observed.error)
+        if problems or observed.error:
+            return problems
+    problems: list[str] = []
+    plan_mode = expected["plan"]
+    if plan_mode in ("initial", "both"):
+        problems += _compare_plan(expected, observed.initial.joins, "initial")
+    if plan_mode in ("final", "both") and "final plan" not in unchecked:
+        final_expected = expected
+        if unchecked & {"build side (final plan)", "joins' build sides (final plan)"}:
+            final_expected = {k: v for k, v in expected.items() if k not in ("build_side", "joins")}
+        problems += _compare_plan(final_expected, observed.checked_plan("final").joins, "final")
+    if "rows" in expected and observed.rows != expected["rows"]:
+        problems.append(f"expected {expected['rows']} rows, observed {observed.rows}")
+    if "checksum" in expected and observed.checksum != expected["checksum"]:
+        problems.append(f"expected checksum {expected['checksum']}, observed {observed.checksum}")
+    if "result_rows" in expected:
+        want = normalize_rows(expected["result_rows"])
+        got = observed.result_rows
+        if got is None or not _rows_equal(want, got):
+            problems.append(f"result rows differ: expected {want[:5]}{'...' if len(want) > 5 else ''}, "
+                            f"observed {(got or [])[:5]}{'...' if got and len(got) > 5 else ''}")
+    if "warnings" in expected and "warnings" not in unchecked:
+        problems += _compare_warnings(expected["warnings"], observed.warnings or [])
+    if "operators" in expected and "operators" not in unchecked:
+        problems += _compare_operators(expected["operators"], observed.checked_plan(plan_mode).operators or {})
+    if "estimates" in expected and "estimates" not in unchecked:
+        estimates = observed.estimates or []
+        top = estimates[0] if estimates else None
+        for side, bounds in expected["estimates"].items():
+            if top is None:
+                problems.append(f"no join estimate to check {side} against")
+                continue
+            if any(u.startswith(f"{side} estimate") for u in unchecked):
+                continue
+            size = top[side]["size_in_bytes"]
+            if "min" in bounds and size < bounds["min"]:
+                problems.append(f"{side} estimate {size:,} B is below the expected minimum {bounds['min']:,} B")
+            if "max" in bounds and size > bounds["max"]:
+                problems.append(f"{side} estimate {size:,} B is above the expected maximum {bounds['max']:,} B")
+    return problems
+
+
+# --------------------------------------------------------------------------- known bugs
+
+BUG_FAILURES = ("failed", "error", "correctness")
+
+
+def bug_in_force(case: Case, version: str, deployment: str = "local") -> dict | None:
+    """The scenario's `bug` when this version is declared affected and the bug concerns
+    this case; None otherwise."""
+    bug = case.scenario.data.get("bug") or {}
+    if not bug.get("affected") or not _version_in(bug["affected"], version):
+        return None
+    if "when" in bug and not when_matches(bug["when"], case, version, deployment):
+        return None
+    return bug
+
+
+def bug_verdict(bug: dict | None, status: str, message: str, version: str, case_item: bool = True) -> tuple[str, str]:
+    """A known bug is never green and never plain red: on a version declared affected, a
+    failure is `known_bug` (counted apart), and a case that behaves correctly fails, since
+    the declaration is then wrong. The expectations describe the correct behaviour."""
+    if bug is None:
+        return status, message
+    where = f"{bug['id']} (affected {bug['affected']})"
+    if status in BUG_FAILURES:
+        return "known_bug", f"known bug {where}: {message}"
+    if status == "passed" and case_item:
+        return "failed", (f"declared affected by {where} but behaves correctly on Spark {version}: "
+                          "the declaration is wrong")
+    return status, message

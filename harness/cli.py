@@ -1,0 +1,190 @@
+"""Command line: `python -m harness diff|matrix|accept|explain|capture|baseline|cluster-test|connect-test`
+(see --help of each). Thin: each command parses its arguments and calls its stage."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness import __version__
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="python -m harness", description="Spark join strategy harness")
+    root.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = root.add_subparsers(dest="command", required=True)
+    for add in (_diff_parser, _matrix_parser, _accept_parser, _explain_parser, _connect_parser, _cluster_parser,
+                _capture_parser, _baseline_parser):
+        add(commands)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    root = parser()
+    args = root.parse_args(argv)
+    return COMMANDS[args.command](args, root)
+
+
+def _with_k(args) -> list[str]:
+    return ["-k", args.keyword] if args.keyword else []
+
+
+def _diff_parser(commands) -> None:
+    diff = commands.add_parser("diff", help="what changed between two Spark versions' results")
+    diff.add_argument("old", help="Spark version, e.g. 3.5.7 (reads <report-dir>/<version>/results.json)")
+    diff.add_argument("new", help="Spark version, e.g. 4.3.0")
+    diff.add_argument("--report-dir", default="reports")
+    diff.add_argument("--fail-on", default="", metavar="KINDS",
+                      help="exit 1 when a case changed in one of these kinds, comma-separated "
+                           "(e.g. 'strategy,build side,result'; for CI)")
+
+
+def _matrix_parser(commands) -> None:
+    matrix = commands.add_parser("matrix", help="run the suite on several Spark versions, one environment each")
+    matrix.add_argument("versions", nargs="*", help="PySpark versions (default: latest patch of 3.0 ... 4.3)")
+    matrix.add_argument("--report-dir", default="reports")
+    matrix.add_argument("--workers", default="2")
+    matrix.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
+    matrix.add_argument("--observe", action="store_true",
+                        help="survey: record what each version does without checking expectations")
+    matrix.add_argument("--spark-master", default=None,
+                        help="run every version against this master (it must run a matching Spark)")
+
+
+def _accept_parser(commands) -> None:
+    accept = commands.add_parser("accept", help="write observed strategies and results into the scenario files")
+    accept.add_argument("versions", nargs="*", help="Spark versions whose results to accept (default: all in report-dir)")
+    accept.add_argument("--report-dir", default="reports")
+    accept.add_argument("-k", dest="keyword", default=None, help="only cases whose id contains this text")
+    accept.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
+
+
+def _explain_parser(commands) -> None:
+    explain = commands.add_parser("explain", help="why Spark picks each case's strategy (the join-selection model)")
+    explain.add_argument("paths", nargs="+", help="scenario files or folders")
+
+
+def _connect_parser(commands) -> None:
+    connect = commands.add_parser("connect-test", help="the suite through a local Spark Connect server, "
+                                                      "compared with local mode")
+    connect.add_argument("--report-dir", default="reports")
+    connect.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
+
+
+def _cluster_parser(commands) -> None:
+    cluster = commands.add_parser("cluster-test", help="the suite on a local standalone cluster, compared with local mode")
+    cluster.add_argument("--report-dir", default="reports")
+    cluster.add_argument("--workers", type=int, default=2, help="worker JVMs (1 core each)")
+    cluster.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
+
+
+def _capture_parser(commands) -> None:
+    capture = commands.add_parser("capture", help="write your own queries as scenario files: their tables' "
+                                                  "statistics and plans, no data")
+    capture.add_argument("paths", nargs="*", help=".sql files or folders of them")
+    capture.add_argument("--sql", default=None, help="a query given inline")
+    capture.add_argument("--out", required=True, help="the scenario file, or a folder (ending in /) for several")
+    capture.add_argument("--analyze", action="store_true",
+                         help="ANALYZE TABLE ... COMPUTE STATISTICS FOR ALL COLUMNS on every table first")
+    capture.add_argument("--spark-master", default=None)
+    capture.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                         help="session configs, e.g. the metastore and warehouse (repeatable)")
+    capture.add_argument("--spark-conf-file", default=None, help="spark-defaults style file of session configs")
+    capture.add_argument("--baseline", default=None, metavar="BASELINE.json:EXECUTION",
+                         help="add what production planned (from `baseline`) for that SQL execution id, "
+                              "as the expectation on production's version")
+    capture.add_argument("--synthetic", type=_scale, default=None, metavar="SCALE",
+                         help="add a synthetic twin with generated data at this scale (0 < SCALE <= 1), "
+                              "so that results and the cross-strategy check run locally")
+
+
+def _baseline_parser(commands) -> None:
+    baseline = commands.add_parser("baseline", help="the join nodes of each SQL execution in a Spark event log")
+    baseline.add_argument("path", help="an event log file, or a folder (rolling logs)")
+    baseline.add_argument("--out", default=None, help="write the baseline JSON here (default: print it)")
+
+
+def _baseline(args, root) -> int:
+    from harness.capturing import event_log
+    return event_log.main(args.path, args.out)
+
+
+def _connect_test(args, root) -> int:
+    from harness.deploy import connect_test
+    return connect_test.main(args.report_dir, _with_k(args))
+
+
+def _cluster_test(args, root) -> int:
+    from harness.deploy import cluster
+    return cluster.main(args.report_dir, _with_k(args), args.workers)
+
+
+def _explain(args, root) -> int:
+    from harness.check import explain
+    return explain.main(args.paths)
+
+
+def _accept(args, root) -> int:
+    from harness.report import accept
+    try:
+        return accept.main(args.versions, args.report_dir, args.keyword, write=not args.dry_run)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _matrix(args, root) -> int:
+    from harness.deploy import matrix
+    extra = _with_k(args) + (["--observe"] if args.observe else []) \
+        + (["--spark-master", args.spark_master] if args.spark_master else [])
+    return matrix.main(args.versions, args.report_dir, args.workers, extra)
+
+
+def _diff(args, root) -> int:
+    from harness.report import diff
+    try:
+        return diff.main(args.old, args.new, args.report_dir, diff.parse_kinds(args.fail_on))
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. piped into `head`
+        return 0
+
+
+def _capture(args, parser) -> int:
+    from harness.capturing import to_scenario as capture_tool
+    from harness.spark.session import read_conf_file
+    conf = {}
+    try:
+        if args.spark_conf_file:
+            conf.update(read_conf_file(args.spark_conf_file))
+    except (OSError, ValueError) as exc:
+        parser.error(f"--spark-conf-file: {exc}")
+    for item in args.spark_conf:
+        key, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--spark-conf expects KEY=VALUE, got: {item}")
+        conf[key] = value
+    if not args.paths and not args.sql:
+        parser.error("capture needs .sql files, a folder or --sql")
+    baseline = None
+    if args.baseline:
+        path, sep, execution = args.baseline.rpartition(":")
+        if not sep or not execution.isdigit():
+            parser.error(f"--baseline expects BASELINE.json:EXECUTION_ID, got: {args.baseline}")
+        baseline = (path, int(execution))
+    return capture_tool.main(args.paths, args.out, args.sql, args.analyze, args.spark_master, conf, baseline,
+                             synthetic=args.synthetic)
+
+
+def _scale(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"a scale is a number in (0, 1], not {text}")
+    return value
+
+
+COMMANDS = {"diff": _diff, "matrix": _matrix, "accept": _accept, "explain": _explain, "connect-test": _connect_test,
+            "cluster-test": _cluster_test, "capture": _capture, "baseline": _baseline}

@@ -1,0 +1,53 @@
+"""One options object for a run, built once from the pytest config (or a command's
+arguments) and passed down to the session, the runner and the expectations. Environment
+variables are read here only, for settings that must reach child processes (xdist
+workers inherit the pytest config; a cluster's shared work folder is the machine's)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+DEFAULT_MASTER = "local[2]"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    master: str = DEFAULT_MASTER
+    remote: str | None = None                          # a Spark Connect URL (sc://host:port): harness.deploy.connect
+    spark_conf: dict = field(default_factory=dict)   # session configs (--spark-conf, --spark-conf-file)
+    plan_text: str = "all"                             # `all` or `failed`: which cases keep plan text
+    observe: bool = False                              # record without checking expectations
+    work_dir: str | None = None                        # parquet/catalog/stream files (shared on a cluster)
+    driver_memory: str = "3g"
+    # The suite is thousands of short queries, each new code for the JVM: the optimising
+    # JIT (C2) and G1's concurrent threads took the CPU the queries needed. The quick JIT
+    # alone and the serial collector made the suite 34% faster on 2 cores (full suite on
+    # 4.3.0, back to back: 5 min 58 s → 3 min 56 s with this release's other changes;
+    # scenarios/equi alone 116/150/147 s → 68/87/75 s). Bulk work is slower under the
+    # quick JIT (5M generated rows: 2.2 M rows/s instead of 3.4): HARNESS_DRIVER_JVM_FLAGS=""
+    # gives the JVM's defaults back for scenarios of many millions of rows.
+    driver_jvm_flags: str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+    @property
+    def deployment(self) -> str:
+        return "connect" if self.remote else deployment(self.master)
+
+    @classmethod
+    def from_env(cls, **given) -> "RunOptions":
+        """Defaults for commands outside pytest, with the machine-level settings."""
+        base = {"work_dir": os.environ.get("HARNESS_WORK_DIR") or None,
+                "driver_memory": os.environ.get("HARNESS_DRIVER_MEMORY", "3g"),
+                "driver_jvm_flags": os.environ.get("HARNESS_DRIVER_JVM_FLAGS", cls.driver_jvm_flags),
+                "master": os.environ.get("HARNESS_SPARK_MASTER") or DEFAULT_MASTER,
+                "remote": os.environ.get("HARNESS_SPARK_REMOTE") or None}
+        base.update({k: v for k, v in given.items() if v is not None})
+        return cls(**base)
+
+
+def deployment(master: str | None) -> str:
+    """`local` for embedded local mode, `connect` for a Spark Connect URL, `cluster` for
+    any cluster master."""
+    master = master or "local"
+    if master.startswith("sc://"):
+        return "connect"
+    return "local" if master.startswith("local") else "cluster"

@@ -1,0 +1,37 @@
+"""Text that is safe to show: control characters escaped (an ESC sequence in a scenario
+could rewrite a terminal), one-line messages, paths as the user typed them, durations."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+# C0/C1 control characters (ESC sequences could rewrite a terminal), DEL, and the
+# Unicode line/paragraph separators that JavaScript treats as line ends; tab and
+# newline are kept.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable(text: str) -> str:
+    """`text` with control characters written as escapes (\\x1b, \\u2028)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", str(text))
+
+
+def one_line(text: str) -> str:
+    """Printable and on one line: newlines and tabs become spaces."""
+    return printable(re.sub(r"[\r\n\t]+", " ", str(text)))
+
+
+def display_path(path) -> str:
+    """A path relative to the working directory when it lies below it."""
+    try:
+        return str(Path(path).resolve().relative_to(os.getcwd()))
+    except ValueError:
+        return str(path)
+
+
+def clock(seconds: float) -> str:
+    """2m05s / 42s: durations in progress lines and timing tables."""
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"

@@ -1,0 +1,101 @@
+"""Spark's join vocabulary, defined once: join types, strategy hints, physical join
+operators and their short names, build sides, and how a Spark version is read and
+sorted. Every other module takes these names from here."""
+from __future__ import annotations
+
+import re
+
+from packaging.version import InvalidVersion, Version
+
+# Every spelling Spark accepts for a join type, mapped to one canonical name.
+JOIN_TYPES = {
+    "inner": "inner", "cross": "cross",
+    "outer": "full_outer", "full": "full_outer", "fullouter": "full_outer", "full_outer": "full_outer",
+    "left": "left_outer", "leftouter": "left_outer", "left_outer": "left_outer",
+    "right": "right_outer", "rightouter": "right_outer", "right_outer": "right_outer",
+    "semi": "left_semi", "leftsemi": "left_semi", "left_semi": "left_semi",
+    "anti": "left_anti", "leftanti": "left_anti", "left_anti": "left_anti",
+}
+# The SQL keyword of each canonical join type.
+SQL_JOIN = {"inner": "JOIN", "cross": "CROSS JOIN", "left_outer": "LEFT OUTER JOIN",
+            "right_outer": "RIGHT OUTER JOIN", "full_outer": "FULL OUTER JOIN",
+            "left_semi": "LEFT SEMI JOIN", "left_anti": "LEFT ANTI JOIN"}
+# Spark's logical JoinType names (as the plan prints them), in words.
+LOGICAL_JOIN_NAMES = {"Inner": "an inner join", "Cross": "a cross join", "LeftOuter": "a left outer join",
+                      "RightOuter": "a right outer join", "FullOuter": "a full outer join",
+                      "LeftSemi": "a left semi join", "LeftAnti": "a left anti join"}
+
+# Strategy hint aliases (Spark's JoinStrategyHint.hintAliases), upper-cased, and the
+# strategy each names, as the plan prints it (`leftHint=(strategy=broadcast)`).
+STRATEGY_HINTS = {
+    "BROADCAST": "broadcast", "BROADCASTJOIN": "broadcast", "MAPJOIN": "broadcast",
+    "MERGE": "merge", "SHUFFLE_MERGE": "merge", "MERGEJOIN": "merge",
+    "SHUFFLE_HASH": "shuffle_hash",
+    "SHUFFLE_REPLICATE_NL": "shuffle_replicate_nl",
+}
+# One spelling per hinted strategy: what the join-selection model reads.
+HINTED_STRATEGIES = ("BROADCAST", "MERGE", "SHUFFLE_HASH", "SHUFFLE_REPLICATE_NL")
+
+# Physical join operators (class name without `Exec`) and every short name a scenario
+# may use for them.
+JOIN_OPERATORS = ("BroadcastHashJoin", "ShuffledHashJoin", "SortMergeJoin", "BroadcastNestedLoopJoin",
+                  "CartesianProduct", "StreamingSymmetricHashJoin")
+STRATEGY_NAMES = {
+    "BroadcastHashJoin": "BroadcastHashJoin", "BHJ": "BroadcastHashJoin", "broadcast_hash": "BroadcastHashJoin",
+    "ShuffledHashJoin": "ShuffledHashJoin", "SHJ": "ShuffledHashJoin", "shuffle_hash": "ShuffledHashJoin",
+    "SortMergeJoin": "SortMergeJoin", "SMJ": "SortMergeJoin", "sort_merge": "SortMergeJoin",
+    "BroadcastNestedLoopJoin": "BroadcastNestedLoopJoin", "BNLJ": "BroadcastNestedLoopJoin",
+    "BNL": "BroadcastNestedLoopJoin", "broadcast_nested_loop": "BroadcastNestedLoopJoin",
+    "CartesianProduct": "CartesianProduct", "CP": "CartesianProduct", "cartesian": "CartesianProduct",
+    "StreamingSymmetricHashJoin": "StreamingSymmetricHashJoin",
+    "streaming_symmetric_hash": "StreamingSymmetricHashJoin",
+    "none": "none", "predicted": "predicted",
+}
+NO_JOIN = "none"
+NESTED_LOOP_OPERATORS = ("CartesianProduct", "BroadcastNestedLoopJoin")
+
+BUILD_SIDES = {"left": "left", "right": "right", "none": "none", "BuildLeft": "left", "BuildRight": "right"}
+
+
+def normalize_strategy(name: str | None) -> str | None:
+    return None if name is None else STRATEGY_NAMES[name]
+
+
+def normalize_build_side(name: str | None) -> str | None:
+    return None if name is None else BUILD_SIDES[name]
+
+
+def describe_join(node: dict | None, *, join_type: bool = False, tables: bool = False) -> str:
+    """A join node in words, the one way every report says it: `SortMergeJoin`,
+    `BroadcastHashJoin (build right)`, optionally `· LeftOuter of fact+dim`; `no join`."""
+    if node is None:
+        return "no join"
+    text = node["strategy"] + (f" (build {node['build_side']})" if node.get("build_side", "none") != "none" else "")
+    if node.get("skew"):
+        text += " [skew]"
+    if node.get("null_aware"):
+        text += " [null-aware]"
+    if join_type and node.get("join_type"):
+        text += f" · {node['join_type']}"
+    if tables and node.get("tables"):
+        text += " of " + "+".join(node["tables"])
+    return text
+
+
+def spark_version(text: str) -> Version:
+    """A Spark version as a comparable release: "4.1.0.dev1" and "3.5.1-SNAPSHOT" compare
+    as their release; text without a version as 0."""
+    match = re.match(r"\d+(\.\d+){0,2}", str(text))
+    return Version(match.group(0) if match else "0")
+
+
+def version_sort_key(text: str):
+    """Versions first, oldest first; other labels (e.g. "cluster") after them by name."""
+    try:
+        return (0, Version(text))
+    except InvalidVersion:
+        return (1, text)
+
+# The longest plan text kept (the session tells Spark the same, so it never builds longer
+# strings; both plan readers cut at it).
+PLAN_TEXT_LIMIT = 20_000

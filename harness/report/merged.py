@@ -1,0 +1,177 @@
+"""reports/index.html: every Spark version's results side by side.
+
+One row per case, one column per version (the observed strategy and build side, the
+final adaptive plan too where it differs; coloured by status; a cell that changed since
+the previous version is marked), a summary per version, and an upgrade view: pick two
+versions and see the cases that change, grouped by kind (`harness.report.diff`). The data is
+embedded in the page; nothing is fetched.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.core.files import atomic_write_text
+from harness.core.vocab import describe_join, version_sort_key
+from harness.observe.describe import conf_bytes, expectation_words
+from harness.observe.plan_tree import pictures
+from harness.report import diff
+from harness.report.pages import jinja_env, script_json
+from harness.report.version_report import top_join
+
+
+def load_all(report_dir: str | Path) -> dict[str, dict]:
+    """version → results.json, for every reports/<version>/results.json, oldest first."""
+    found = {}
+    for path in Path(report_dir).glob("*/results.json"):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not ours, or from an incompatible release: the page shows the others
+        if isinstance(doc, dict) and isinstance(doc.get("cases"), list) and isinstance(doc.get("summary"), dict):
+            found[path.parent.name] = doc
+    return {v: found[v] for v in sorted(found, key=version_sort_key)}
+
+
+def _plan_label(record: dict, which: str) -> str:
+    node = top_join(record, which)
+    if node is None and record["observed"].get(which) is None:
+        return ""
+    return describe_join(node)
+
+
+def _plan_tree(record: dict, trees: dict) -> tuple[int | None, str]:
+    """(index in `trees`, which plan) of the record's plan picture: the final plan where
+    the case ran, else the initial one; identical trees are stored once, so many versions
+    cost little."""
+    drawn = pictures(record) if record["kind"] == "case" else None
+    which = "final" if drawn and drawn["final"] else "initial"
+    tree = drawn and drawn[which]
+    if not tree:
+        return None, ""
+    key = json.dumps(tree, separators=(",", ":"))
+    return trees.setdefault(key, len(trees)), which
+
+
+def _cell(record: dict, folder: str) -> dict:
+    initial, final = _plan_label(record, "initial"), _plan_label(record, "final")
+    observed = record["observed"]
+    if record["kind"] == "agreement":
+        initial, final = _agreement_label(record), ""
+    return {"status": record["status"], "initial": initial, "final": final if final != initial else "",
+            "rows": observed.get("rows"), "message": record.get("message", "")[:300],
+            "error": (observed.get("error") or {}).get("class", ""), "detail": _detail(record, folder),
+            "drift": bool((record.get("model") or {}).get("drift")),
+            "bug": (record.get("bug") or {}).get("id", "") if record["status"] == "known_bug" else ""}
+
+
+def _agreement_label(record: dict) -> str:
+    """What an agreement cell says, in agreement with its status."""
+    count = len(record["observed"].get("strategies") or [])
+    return {"passed": f"{count} strategies agree", "correctness": "results differ",
+            "unchecked": f"unchecked ({count} strateg{'y' if count == 1 else 'ies'})",
+            "known_bug": "known bug"}.get(record["status"], record["status"])
+
+
+def _detail(record: dict, folder: str) -> dict:
+    """What the per-case panel shows for one version; full plan texts stay in the
+    version's own report (linked), so this page stays small with many versions."""
+    observed = record["observed"]
+    if record["kind"] == "agreement":
+        return {"runs": [f"{r['forced']}: " + (r.get("error") or f"{r['strategy']} ({r['build_side']}) "
+                                                f"{r['rows']} rows / {r['checksum']}")
+                         for r in observed.get("agreement") or []],
+                "link": f"{folder}/index.html#{record['case_id']}"}
+    estimate = (observed.get("estimates") or [None])[0]
+    join_conf = observed.get("join_conf") or {}
+    return {
+        "joins": {which: [describe_join(n, join_type=True, tables=True) for n in (observed.get(which) or {}).get("joins", [])]
+                  for which in ("initial", "final") if observed.get(which)},
+        "estimates": {side: estimate[side]["size_in_bytes"] for side in ("left", "right")} if estimate else None,
+        "threshold": conf_bytes(join_conf.get("spark.sql.autoBroadcastJoinThreshold") or
+                                (observed.get("conf") or {}).get("spark.sql.autoBroadcastJoinThreshold")),
+        "conf": observed.get("conf") or {},
+        "expected": expectation_words(record.get("expected")),
+        "warnings": (observed.get("warnings") or [])[:5],
+        "error": f"{observed['error']['class']}: {observed['error']['message'][:400]}" if observed.get("error") else "",
+        "prediction": (record.get("model") or {}).get("explanation", ""),
+        "link": f"{folder}/index.html#{record['case_id']}",
+    }
+
+
+def scenario_texts(rows: dict) -> dict[str, str]:
+    """file → its YAML, for the case panels (each file once)."""
+    texts = {}
+    for row in rows.values():
+        path = Path(row["file"])
+        if row["file"] not in texts and path.is_file():
+            texts[row["file"]] = path.read_text(encoding="utf-8", errors="replace")[:MAX_YAML_CHARS]
+    return texts
+
+
+MAX_YAML_CHARS = 20_000
+
+
+def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None) -> dict:
+    versions = list(results)
+    links = links or {}
+    rows: dict[str, dict] = {}
+    trees: dict[str, int] = {}
+    for version, doc in results.items():
+        for record in doc["cases"]:
+            row = rows.setdefault(record["case_id"], {"id": record["case_id"], "file": record["file"],
+                                                      "folder": record["file"].split("/")[-2] if "/" in record["file"] else "",
+                                                      "tags": record.get("tags", []), "cells": {}})
+            row["cells"][version] = _cell(record, links.get(version, version))
+            cell = row["cells"][version]
+            cell["plan"], cell["plan_which"] = _plan_tree(record, trees)
+            # a case cut short says nothing of what Spark would do: never marked changed
+            cell["comparable"] = not diff.incomparable(record)
+    for row in rows.values():
+        previous = None
+        for version in versions:
+            cell = row["cells"].get(version)
+            if cell is None:
+                continue
+            if not cell["comparable"]:
+                cell["changed"] = False
+                continue
+            signature = (cell["initial"], cell["final"], cell["rows"], cell["error"])
+            cell["changed"] = previous is not None and signature != previous
+            previous = signature
+    summary = {v: {"by_status": doc["summary"]["by_status"], "by_strategy": doc["summary"]["by_strategy"],
+                   "model": doc["summary"].get("model") or {},
+                   "master": doc.get("master") or "", "shape": doc.get("cluster") or {},
+                   "seconds": round(doc["summary"]["total_case_seconds"], 1), "java": doc["versions"]["java"],
+                   "python": doc["versions"]["python"]} for v, doc in results.items()}
+    upgrades = {}
+    for i, old in enumerate(versions):
+        for new in versions[i + 1:]:
+            grouped = diff.diff_results(results[old], results[new])
+            upgrades[f"{old}|{new}"] = {kind: entries for kind, entries in grouped.items() if entries}
+    return {"versions": versions, "rows": sorted(rows.values(), key=lambda r: (r["file"], r["id"])),
+            "summary": summary, "upgrades": upgrades, "files": scenario_texts(rows),
+            "strategies": sorted({s for doc in summary.values() for s in doc["by_strategy"]}),
+            "trees": [json.loads(key) for key in trees]}
+
+
+def render(data: dict, title: str = "Join strategies across Spark versions") -> str:
+    payload = script_json(data)
+    return jinja_env().get_template("matrix.html.j2").render(data=data, payload=payload, title=title)
+
+
+def write_merged(report_dir: str | Path) -> Path | None:
+    from harness.report.version_report import folder_lock
+    with folder_lock(Path(report_dir)):
+        results = load_all(report_dir)
+        if not results:
+            return None
+        return write_merged_from(results, Path(report_dir) / "index.html")
+
+
+def write_merged_from(results: dict[str, dict], target: Path, links: dict[str, str] | None = None,
+                      title: str = "Join strategies across Spark versions") -> Path:
+    """The merged page of any labelled runs (e.g. local and cluster of one version);
+    `links`: label → that run's report folder, relative to the page."""
+    atomic_write_text(target, render(matrix_data(results, links), title))
+    return target

@@ -1,0 +1,98 @@
+"""reports/<spark-version>/summary.md: one version's run in Markdown for a CI job summary
+(GitHub's $GITHUB_STEP_SUMMARY and the like): counts by status and strategy, each case
+that did not pass with its one-line why, and what changed against the previous Spark
+version whose results are in the same report folder."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.core.files import atomic_write_text
+from harness.core.vocab import spark_version
+from harness.report import diff
+from harness.report.version_report import folder_lock, version_dir
+
+LISTED = 60  # lines per section; the rest is counted, and the HTML page has everything
+NOT_PASSING = ("correctness", "failed", "error", "timeout", "known_bug")
+
+
+def _escape(text: str) -> str:
+    """Markdown-inert inline text: no table pipes, emphasis, links or HTML."""
+    return "".join(f"\\{c}" if c in "\\`*_[]<>|#" else c for c in str(text)).replace("\n", " ")
+
+
+def _listed(lines: list[str]) -> list[str]:
+    if len(lines) <= LISTED:
+        return lines
+    return lines[:LISTED] + [f"- … and {len(lines) - LISTED} more (see index.html)"]
+
+
+def previous_version(version: str, available: list[str]) -> str | None:
+    """The newest version below `version` among those with results."""
+    older = [v for v in available if spark_version(v) < spark_version(version)]
+    return max(older, key=spark_version) if older else None
+
+
+def markdown(results: dict, previous: tuple[str, dict] | None = None) -> str:
+    version = results["versions"]["spark"]
+    summary = results["summary"]
+    lines = [f"## Spark {_escape(version)} join scenarios",
+             "",
+             f"{summary['cases']} cases and {summary['agreement_checks']} cross-strategy checks on "
+             f"{_escape(results.get('master') or '')} (Java {_escape(results['versions']['java'])}), "
+             f"{summary['total_case_seconds']:.0f} s in cases.",
+             "",
+             "| status | items |", "|---|---:|"]
+    lines += [f"| {_escape(status.replace('_', ' '))} | {count} |" for status, count in summary["by_status"].items()]
+    lines += ["", "| top join (final plan, else initial) | cases |", "|---|---:|"]
+    lines += [f"| {_escape(strategy)} | {count} |" for strategy, count in summary["by_strategy"].items()]
+    failing = [r for r in results["cases"] if r["status"] in NOT_PASSING]
+    lines += ["", f"### Not passing ({len(failing)})", ""]
+    lines += _listed([f"- **{r['status'].replace('_', ' ')}** `{r['case_id'].replace('`', '')}` "
+                      f"({_escape(r['file'])}:{r['line']}): {_escape(r.get('message') or '')[:300]}"
+                      for r in failing]) or ["none"]
+    if results.get("invalid"):
+        lines += ["", f"### Invalid scenario files ({len(results['invalid'])})", ""]
+        lines += _listed([f"- {_escape(i['message'])[:300]}" for i in results["invalid"]])
+    if previous is not None:
+        lines += ["", *_changes(previous, version, results)]
+    return "\n".join(lines) + "\n"
+
+
+def _changes(previous: tuple[str, dict], version: str, results: dict) -> list[str]:
+    old_version, old_results = previous
+    grouped = diff.diff_results(old_results, results)
+    changed = {case for entries in grouped.values() for case, _ in entries}
+    lines = [f"### Changes since Spark {_escape(old_version)} ({len(changed)} cases)", ""]
+    for kind in diff.KINDS:
+        entries = grouped[kind]
+        if entries:
+            lines.append(f"**{_escape(kind)}** ({len(entries)})")
+            lines += _listed([f"- `{case.replace('`', '')}`: {_escape(text)[:300]}" for case, text in entries])
+            lines.append("")
+    return lines if changed else lines + ["none"]
+
+
+def write_summary(report_dir, version: str) -> Path | None:
+    """Write reports/<version>/summary.md from that folder's results.json (and the
+    previous version's, when the folder has one)."""
+    target = version_dir(report_dir, version)
+    with folder_lock(target):
+        try:
+            results = json.loads((target / "results.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        path = target / "summary.md"
+        atomic_write_text(path, markdown(results, _previous_results(report_dir, version)))
+    return path
+
+
+def _previous_results(report_dir, version: str) -> tuple[str, dict] | None:
+    available = [p.parent.name for p in Path(report_dir).glob("*/results.json")]
+    older = previous_version(version, available)
+    if older is None:
+        return None
+    try:
+        return older, json.loads((version_dir(report_dir, older) / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,215 @@
+"""Reports: reports/<spark-version>/results.json (schemas/results.schema.json) and
+index.html, both written atomically (temp file + rename)."""
+from __future__ import annotations
+
+import collections
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+import platform
+import re
+from pathlib import Path
+
+import jsonschema
+from markupsafe import Markup, escape
+
+from harness.core.files import atomic_write_text, remove_stale_temps
+from harness.core.records import NOT_RUN
+from harness.report.pages import jinja_env, script_json
+
+STATUS_ORDER = {"correctness": 0, "failed": 1, "error": 2, "timeout": 3, "invalid": 4, "known_bug": 5,
+                "unchecked": 6, "observed": 7, "skipped": 8, "passed": 9}
+RESULTS_SCHEMA_VERSION = 1
+# The contract of results.json ships beside this module; the top-level schemas/ holds the same file.
+RESULTS_SCHEMA = Path(__file__).resolve().parent / "results.schema.json"
+
+
+def installed_spark() -> str:
+    try:
+        from importlib.metadata import version
+        return version("pyspark")
+    except Exception:
+        return "unknown"
+
+
+def version_dir(report_dir: str | os.PathLike, spark_version: str) -> Path:
+    return Path(report_dir) / spark_version
+
+
+def top_join(record: dict, which: str) -> dict | None:
+    observed = record.get("observed") or {}
+    plan = observed.get(which) or {}
+    joins = plan.get("joins") or []
+    return joins[0] if joins else None
+
+
+def summarize(records: list[dict], invalid: list[dict]) -> dict:
+    statuses = collections.Counter(r["status"] for r in records)
+    if invalid:
+        statuses["invalid"] = len(invalid)
+    strategies = collections.Counter()
+    for record in records:
+        if record["kind"] != "case":
+            continue
+        strategies[_strategy_label(record)] += 1
+    return {
+        "cases": sum(1 for r in records if r["kind"] == "case"),
+        "agreement_checks": sum(1 for r in records if r["kind"] == "agreement"),
+        "by_status": dict(sorted(statuses.items(), key=lambda kv: STATUS_ORDER.get(kv[0], 99))),
+        "by_strategy": dict(strategies.most_common()),
+        "total_case_seconds": round(sum(r["timings"]["total_s"] for r in records), 3),
+        "model": model_agreement(records),
+    }
+
+
+NOT_RUN_LABEL = "not run"
+
+
+def _strategy_label(record: dict) -> str:
+    """The strategy a case counts under; a query that raised counts as an error, named
+    "expected error" when its scenario expects exactly that (not a failure)."""
+    node = top_join(record, "final") or top_join(record, "initial")
+    if node:
+        return node["strategy"]
+    if record["status"] == "skipped" and record["message"].startswith(NOT_RUN):
+        return NOT_RUN_LABEL  # not "no join": nothing was planned
+    if not record["observed"].get("error"):
+        return "no join"
+    expected_error = (record.get("expected") or {}).get("error") and record["status"] == "passed"
+    return "expected error" if expected_error else "query error"
+
+
+def model_agreement(records: list[dict]) -> dict:
+    """How often harness.observe.model predicted the initial plan's top join, and where it did not."""
+    judged = [r for r in records if r["kind"] == "case" and r.get("model")]
+    drift = sorted(r["case_id"] for r in judged if r["model"]["drift"])
+    agree = len(judged) - len(drift)
+    finals = [r for r in judged if "final_agrees" in r["model"]]
+    final_drift = sorted(r["case_id"] for r in finals if not r["model"]["final_agrees"])
+    return {"judged": len(judged), "agree": agree,
+            "agreement_pct": round(100.0 * agree / len(judged), 1) if judged else None, "drift": drift,
+            "final_judged": len(finals), "final_agree": len(finals) - len(final_drift), "final_drift": final_drift,
+            "final_not_predicted": sum(1 for r in judged if r["observed"].get("final") and "final_agrees" not in r["model"])}
+
+
+def build_results(records: list[dict], invalid: list[dict]) -> dict:
+    records = sorted(records, key=lambda r: (STATUS_ORDER.get(r["status"], 99), r["file"], r["case_id"]))
+    versions = records[0]["versions"] if records else {"spark": installed_spark(), "java": "unknown",
+                                                       "python": platform.python_version()}
+    return {
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "versions": versions,
+        "master": records[0]["master"] if records else None,
+        "cluster": records[0].get("cluster") if records else None,
+        "summary": summarize(records, invalid),
+        "invalid": invalid,
+        "cases": records,
+    }
+
+
+def validate_results(results: dict) -> None:
+    schema = json.loads((RESULTS_SCHEMA).read_text())
+    jsonschema.Draft202012Validator(schema).validate(results)
+
+
+def render_html(results: dict) -> str:
+    from harness.observe.describe import expectation_words, unavailable_words
+    from harness.observe.plan_tree import pictures
+    env = jinja_env()
+    env.filters["bytes"] = lambda n: "" if n is None else f"{n:,}"
+    env.filters["breakable"] = breakable
+    env.globals["top_join"] = top_join
+    env.globals["expectation_words"] = expectation_words
+    env.globals["unavailable_words"] = unavailable_words
+    env.filters["estimate"] = lambda side: (f"≈ {side['printed']}" if (side.get("printed") or " B").endswith("iB")
+                                            else "" if side.get("size_in_bytes") is None else f"{side['size_in_bytes']:,}")
+    drawn = {r["case_id"]: pictures(r) for r in results["cases"] if r["kind"] == "case"}
+    drawn = {case_id: picture for case_id, picture in drawn.items() if picture}
+    return env.get_template("report.html.j2").render(results=results, pictures=drawn,
+                                                     pictures_json=script_json(drawn))
+
+
+def breakable(text) -> Markup:
+    """An id or path that may wrap after `[`, `-`, `_`, `@`, `/`, `,`, `.` and `=` and
+    between the words of a camelCase name, never inside a word or a number."""
+    escaped = str(escape(str(text)))
+    escaped = re.sub(r"([\[\-_@/,=])", "\\1<wbr>", escaped)
+    escaped = re.sub(r"(?<=[a-z])\.(?=[a-z])", ".<wbr>", escaped)
+    return Markup(re.sub(r"(?<=[a-z])(?=[A-Z])", "<wbr>", escaped))
+
+
+def write_reports(report_dir: str | os.PathLike, records: list[dict], invalid: list[dict]) -> list[Path]:
+    """Write this run's records into reports/<version>/ under a lock, keeping the records
+    of cases this run did not run (a partial or concurrent run never erases results)."""
+    version = records[0]["versions"]["spark"] if records else installed_spark()
+    target = version_dir(report_dir, version)
+    json_path, html_path = target / "results.json", target / "index.html"
+    with folder_lock(target):
+        remove_stale_temps(target)
+        ran_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        records = [{**r, "ran_at": r.get("ran_at") or ran_at} for r in records]
+        kept, kept_invalid = _kept_from_previous(json_path, records, invalid)
+        results = build_results(records + kept, invalid + kept_invalid)
+        validate_results(results)
+        atomic_write_text(json_path, json.dumps(results, indent=1, default=str))
+        atomic_write_text(html_path, render_html(results))
+    return [json_path, html_path]
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path):
+    """An exclusive lock on a report folder, held while its files are read and replaced."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _kept_from_previous(json_path: Path, records: list[dict], invalid: list[dict]) -> tuple[list, list]:
+    """The previous results' records of cases this run did not run and whose scenario still
+    defines them; the previous invalid files this run did not touch and that still exist."""
+    try:
+        previous = json.loads(json_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [], []
+    if not isinstance(previous, dict) or previous.get("schema_version") != RESULTS_SCHEMA_VERSION:
+        return [], []
+    ran = {r["case_id"] for r in records}
+    touched = {r["file"] for r in records} | {i["file"].split("::")[0] for i in invalid}
+    defined = _CaseIndex()
+    kept = [r for r in previous.get("cases", [])
+            if isinstance(r, dict) and r.get("case_id") not in ran and defined.has(r.get("file"), r.get("case_id"))]
+    kept_invalid = [i for i in previous.get("invalid", [])
+                    if isinstance(i, dict) and i.get("file", "").split("::")[0] not in touched
+                    and Path(i.get("file", "").split("::")[0]).is_file()]
+    return kept, kept_invalid
+
+
+class _CaseIndex:
+    """Which case ids each scenario file defines now (loaded without Spark, once a file)."""
+
+    def __init__(self):
+        self.ids: dict[str, set] = {}
+
+    def has(self, file: str | None, case_id: str | None) -> bool:
+        if not file or not case_id:
+            return False
+        if file not in self.ids:
+            self.ids[file] = self._ids_of(file)
+        return case_id in self.ids[file]
+
+    @staticmethod
+    def _ids_of(file: str) -> set:
+        from harness.check.agreement import agreement_id, agreement_representatives
+        from harness.scenario.model import expand, load_scenario
+        try:
+            cases = expand(load_scenario(file))
+        except Exception:
+            return set()
+        return {c.case_id for c in cases} | {agreement_id(c) for c in agreement_representatives(cases)}

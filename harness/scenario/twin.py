@@ -1,0 +1,134 @@
+"""The synthetic twin of a scenario with statistics-only tables (`synthetic: {scale}`).
+
+A captured scenario plans without data. Its twin replaces each statistics-only table by a
+generated one shaped by the statistics: the same columns, rows scaled down (at most
+`max_rows`, and never fewer than the distinct keys they hold), each column's distinct
+count kept up to 1,000 and scaled above (`distinct_kept`), its keys spread over its
+min/max (so that two tables with the same statistics share keys and a range filter keeps
+its share), its null fraction. Derived tables and the query stay as written. The twin executes: its rows
+come back, the cross-strategy check runs on them; it has no expectations of its own
+(the strategy at a thousandth of the size is not production's), so its verdict is
+`observed` and its agreement item is the check.
+"""
+from __future__ import annotations
+
+import copy
+import re
+
+DEFAULT_MAX_ROWS = 1_000_000
+KEPT_DISTINCT = 1000
+LONG_MAX = 2 ** 63 - 1
+SUFFIX = ".synthetic"
+INTEGRAL = {"int": "int", "integer": "int", "long": "long", "bigint": "long", "smallint": "int", "tinyint": "int",
+            "short": "int", "byte": "int"}
+FRACTIONAL = {"double": "double", "float": "double", "real": "double"}
+TYPE_WIDTH = {"int": 4, "long": 8, "double": 8, "date": 4, "timestamp": 8, "boolean": 1, "string": 20}
+
+
+def twin_data(data: dict) -> dict | None:
+    """The twin scenario's data, or None when the scenario asks for none. Pure data: the
+    loader (harness.scenario.expand) makes it a scenario of its own."""
+    spec = data.get("synthetic")
+    if not spec:
+        return None
+    twin = copy.deepcopy(data)
+    del twin["synthetic"]
+    twin["id"] = data["id"] + SUFFIX
+    twin["description"] = f"Synthetic twin of {data['id']} (scale {spec['scale']}): {data['description']}"
+    # `stats` belongs to statistics-only tables alone (the contract's table kinds)
+    twin["tables"] = {name: (generated(table, spec["scale"], spec.get("max_rows", DEFAULT_MAX_ROWS))
+                             if "stats" in table else table)
+                      for name, table in data["tables"].items()}
+    twin["expect"] = {}
+    return twin
+
+
+def distinct_kept(distinct: int, scale: float) -> int:
+    """A column keeps up to KEPT_DISTINCT distinct values; more scale down, never below
+    that. A function of the statistics and the scale only, not of the table: a key and
+    the foreign keys that reference it (the same distinct count, min and max) get the same
+    keys in every table, so joins meet as in production."""
+    return min(distinct, max(KEPT_DISTINCT, round(distinct * scale)))
+
+
+def generated(table: dict, scale: float, max_rows: int) -> dict:
+    stats = table["stats"]
+    schema = {name: _type_of(value) for name, value in table["schema"].items()}
+    full_rows = stats.get("rows")
+    if full_rows is None:  # size only: rows as Spark's default row width would give them
+        width = sum(TYPE_WIDTH.get(_base(t), 8) for t in schema.values()) or 8
+        full_rows = max(1, stats["size_bytes"] // width)
+    column_stats = stats.get("columns") or {}
+    kept = {name: distinct_kept(s["distinct"], scale) for name, s in column_stats.items() if s.get("distinct")}
+    # enough rows for the keys a table holds (a 500k-row dimension at 0.001 keeps 1,000)
+    rows = max([round(full_rows * scale)] + list(kept.values()))
+    rows = int(max(1, min(rows, full_rows, max_rows)))
+    columns = {name: _column(type_name, column_stats.get(name, {}), min(kept.get(name, rows), rows), rows,
+                             full_rows)
+               for name, type_name in schema.items()}
+    return {"rows": rows, "columns": columns}
+
+
+def _type_of(value) -> str:
+    text = value["type"] if isinstance(value, dict) else value
+    return text.rstrip("?").strip()
+
+
+def _base(type_name: str) -> str:
+    if type_name.startswith("decimal"):
+        return "decimal"
+    return INTEGRAL.get(type_name) or FRACTIONAL.get(type_name) or type_name
+
+
+def _column(type_name: str, stats: dict, distinct: int, rows: int, full_rows: int) -> dict:
+    base = _base(type_name)
+    scaled = distinct if stats.get("distinct") else None
+    low, high = stats.get("min"), stats.get("max")
+    if base in ("int", "long"):
+        column = _integral(base, scaled, low, high, rows)
+    elif base in ("double", "decimal"):
+        column = {"uniform": {"min": float(low), "max": float(high)} if _numbers(low, high) else {"min": 0.0, "max": 1.0},
+                  "type": "double" if base == "double" else re.sub(r"\s", "", type_name)}
+        if base == "decimal" and _numbers(low, high):
+            column["uniform"] = {"min": low, "max": high}
+    elif base in ("date", "timestamp"):
+        column = ({"uniform": {"min": str(low), "max": str(high)}, "type": base} if low is not None and high is not None
+                  else {"key": {"cardinality": scaled or rows}, "type": base})
+    elif base == "boolean":
+        column = {"values": [True, False]}
+    elif base == "string" and scaled == rows:
+        column = {"sequence": {}, "type": "string"}
+    elif base == "string":
+        column = {"key": {"cardinality": scaled or rows}, "type": "string"}
+    else:  # binary, arrays, maps, structs: present, typed, empty
+        return {"expr": f"CAST(NULL AS {type_name})"}
+    nulls = stats.get("nulls")
+    if nulls and full_rows:
+        column["nulls"] = min(1.0, nulls / full_rows)
+    return column
+
+
+def _numbers(*values) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def _integral(base: str, scaled, low, high, rows: int) -> dict:
+    """Keys spread evenly over the statistics' range: a range filter keeps the share of
+    rows it keeps in production, and two tables with the same statistics share keys."""
+    if not _numbers(low, high):
+        return {"key": {"cardinality": scaled or rows}, "type": base}
+    if scaled is None:
+        return {"uniform": {"min": int(low), "max": int(high)}, "type": base}
+    low, high = max(int(low), -LONG_MAX), min(int(high), LONG_MAX)  # a bare -2^63 is no long literal
+    span = high - low
+    scaled = max(1, min(scaled, span + 1))
+    key = {"cardinality": scaled}
+    if low:
+        key["start"] = low
+    # rank × step is computed before start is added: it must stay a long (ANSI overflows)
+    step = min(span // (scaled - 1), LONG_MAX // (scaled - 1)) if scaled > 1 else 1
+    if step > 1:
+        key["step"] = step
+    if scaled == rows:  # unique: every key once (a primary key), not drawn
+        return {"sequence": {k: v for k, v in key.items() if k != "cardinality"}, "type": base}
+    return {"key": key, "type": base}

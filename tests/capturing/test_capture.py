@@ -1,0 +1,372 @@
+"""Capture: a small "production" warehouse (parquet tables in a catalog database,
+ANALYZEd), a 4-table query and a view captured into scenario files, and replayed: the
+replayed plan must be the plan of the query run directly on the real tables."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.capturing.to_scenario import CaptureError, capture
+from harness.check import runner
+from harness.observe import jvm_plans
+from harness.scenario.model import expand, load_scenario
+from harness.spark import stats_only
+from harness.spark.query import checksum_frame
+
+QUERY = """
+SELECT st.region, d.year, count(*) AS sales, sum(s.amount) AS paid
+FROM prod.sales s
+JOIN prod.item i ON s.item_id = i.id
+JOIN `prod`.`store` st ON s.store_id = st.id
+JOIN prod.date_dim AS d ON s.day_id = d.id
+WHERE d.year = 2020 AND i.price > 90
+GROUP BY st.region, d.year
+"""
+VIEW_QUERY = "SELECT * FROM prod.sales s JOIN prod.pricey_items p ON s.item_id = p.id"
+
+
+@pytest.fixture(scope="module")
+def warehouse():
+    from harness.spark.session import get_session
+    spark = get_session().spark
+    catalog = spark._jsparkSession.catalog()
+    if not (catalog.databaseExists("prod") and catalog.tableExists("prod", "sales")):  # 3.0 throws without the db
+        spark.sql("CREATE DATABASE IF NOT EXISTS prod")
+        spark.range(300000).selectExpr("id", "id % 5000 AS item_id", "CAST(id % 40 AS INT) AS store_id",
+                                       "CAST(id % 1500 AS INT) AS day_id", "CAST(id % 997 AS DECIMAL(10,2)) AS amount") \
+            .write.saveAsTable("prod.sales")
+        spark.range(5000).selectExpr("id", "CAST(id % 100 AS DOUBLE) AS price", "concat('item', id) AS name") \
+            .write.saveAsTable("prod.item")
+        spark.range(40).selectExpr("CAST(id AS INT) AS id", "concat('r', id % 4) AS region") \
+            .write.saveAsTable("prod.store")
+        spark.range(1500).selectExpr("CAST(id AS INT) AS id", "CAST(2018 + id DIV 365 AS INT) AS year",
+                                     "date_add(DATE'2018-01-01', CAST(id AS INT)) AS day") \
+            .write.saveAsTable("prod.date_dim")
+        for table in ("sales", "item", "store", "date_dim"):
+            spark.sql(f"ANALYZE TABLE prod.{table} COMPUTE STATISTICS FOR ALL COLUMNS")
+        spark.sql("CREATE VIEW prod.pricey_items AS SELECT id, price FROM prod.item WHERE price > 50")
+    return spark
+
+
+def direct_plan(spark, query: str):
+    frame = checksum_frame(spark.sql(query))
+    plan = jvm_plans.current_plan(frame)
+    joins = [(j.strategy, j.build_side, j.tables) for j in jvm_plans.join_nodes(
+        plan, {t: t for t in ("sales", "item", "store", "date_dim")})]
+    return joins, jvm_plans.join_estimates(frame)
+
+
+def replayed_plan(session, path):
+    (case,) = expand(load_scenario(path))
+    record = runner.run_case(case, session)
+    joins = [(j["strategy"], j["build_side"], j["tables"]) for j in record.observed.initial.joins]
+    return record, joins, record.observed.estimates
+
+
+@pytest.mark.parametrize("cbo", ["true", "false"])
+def test_a_captured_query_replays_the_plan_of_the_real_tables(session, warehouse, tmp_path, cbo):
+    spark = warehouse
+    spark.conf.set("spark.sql.cbo.enabled", cbo)
+    try:
+        path = capture(QUERY, tmp_path / "q.yaml", source="q.sql")
+        direct_joins, direct_estimates = direct_plan(spark, QUERY)
+    finally:
+        spark.conf.unset("spark.sql.cbo.enabled")
+    text = path.read_text()
+    assert text.startswith("# Captured from q.sql on Spark ")
+    data = yaml.safe_load(text)
+    assert set(data["tables"]) == {"sales", "item", "store", "date_dim"}
+    assert data["tables"]["sales"]["stats"]["rows"] == 300000
+    assert data["spark_conf"]["spark.sql.cbo.enabled"] == cbo
+    assert "prod." not in data["join"]["sql"] and "`prod`" not in data["join"]["sql"]
+    record, joins, estimates = replayed_plan(session, path)
+    assert record.status == "passed", record.message  # its own expectations: what Spark planned
+    assert len(direct_joins) == 3 and joins == direct_joins
+    assert estimates == direct_estimates
+
+
+def test_scaled_statistics_replay_what_spark_plans_for_real_tables_of_that_size(session, warehouse, tmp_path):
+    spark = warehouse
+    path = capture(QUERY, tmp_path / "q.yaml", source="q.sql")
+    data = yaml.safe_load(path.read_text())
+    for spec in data["tables"].values():
+        spec["stats"] = scaled(spec["stats"], 1000)
+    data["expect"] = {}
+    scaled_path = tmp_path / "q1000.yaml"
+    scaled_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    _, joins, estimates = replayed_plan(session, scaled_path)
+    for name, spec in data["tables"].items():  # the same statistics on the real tables
+        stats_only.inject(spark, f"prod.{name}", spec)
+    try:
+        direct_joins, direct_estimates = direct_plan(spark, QUERY)
+    finally:
+        for name in data["tables"]:
+            spark.sql(f"ANALYZE TABLE prod.{name} COMPUTE STATISTICS FOR ALL COLUMNS")
+    assert joins == direct_joins and estimates == direct_estimates
+    assert estimates[0]["left"]["size_in_bytes"] > 1000 * 1000 * 1000 or \
+        estimates[0]["right"]["size_in_bytes"] > 1000 * 1000 * 1000  # the scale reached the planner
+
+
+def test_a_captured_query_runs_locally_on_its_synthetic_twin(session, warehouse, tmp_path):
+    from harness.check.agreement import run_agreement
+    path = capture(QUERY, tmp_path / "q.yaml", source="q.sql", synthetic=0.01)
+    data = yaml.safe_load(path.read_text())
+    assert data["synthetic"] == {"scale": 0.01} and list(data)[-1] == "expect"
+    plan_only, twin = expand(load_scenario(path))
+    assert twin.case_id == "q.synthetic" and twin.scenario.twin_of == "q"
+    record = runner.run_case(twin, session)
+    assert record.status == "observed" and record.observed.rows > 0, record.message  # 4 tables' keys met
+    agreement = run_agreement(twin, session)
+    assert agreement.status == "passed", agreement.message
+
+
+def scaled(stats: dict, factor: int) -> dict:
+    out = copy.deepcopy(stats)
+    out["size_bytes"] *= factor
+    out["rows"] *= factor
+    for column in out.get("columns", {}).values():
+        for key in ("distinct", "nulls"):
+            if key in column:
+                column[key] *= factor
+    return out
+
+
+def test_a_view_becomes_a_derived_table_over_its_tables(session, warehouse, tmp_path):
+    path = capture(VIEW_QUERY, tmp_path / "v.yaml", source="v.sql")
+    data = yaml.safe_load(path.read_text())
+    assert list(data["tables"]) == ["sales", "item", "pricey_items"]
+    assert data["tables"]["pricey_items"]["sql"].replace("`", "").count("prod.") == 0
+    record, joins, _ = replayed_plan(session, path)
+    assert record.status == "passed", record.message
+    assert joins == direct_plan(warehouse, VIEW_QUERY)[0]
+
+
+@pytest.mark.parametrize("query, says", [
+    ("SELEC * FROM prod.sales", "q.sql: "),
+    ("SELECT * FROM prod.nope", "q.sql: "),
+    ("SELECT 1 AS x", "q.sql: the query reads no catalog table"),
+])
+def test_bad_queries_are_one_line_errors_and_nothing_is_written(warehouse, tmp_path, query, says):
+    with pytest.raises(CaptureError) as info:
+        capture(query, tmp_path / "bad.yaml", source="q.sql")
+    assert str(info.value).startswith(says) and "\n" not in str(info.value)
+    assert not (tmp_path / "bad.yaml").exists()
+
+
+@pytest.mark.parametrize("statement", ["DROP TABLE prod.store", "INSERT INTO prod.store VALUES (99, 'x')",
+                                       "SET spark.sql.shuffle.partitions=3", "CACHE TABLE prod.store"])
+def test_a_command_is_refused_before_spark_runs_it(warehouse, tmp_path, statement):
+    rows_before = warehouse.table("prod.store").count()
+    with pytest.raises(CaptureError) as info:
+        capture(statement, tmp_path / "c.yaml", source="c.sql")
+    assert "is not a query" in str(info.value) and "\n" not in str(info.value)
+    assert warehouse._jsparkSession.catalog().tableExists("prod", "store")
+    assert warehouse.table("prod.store").count() == rows_before
+    assert warehouse.conf.get("spark.sql.shuffle.partitions") != "3"
+    assert not warehouse.catalog.isCached("prod.store")
+
+
+def test_a_temp_view_made_from_a_dataframe_becomes_a_derived_table(session, warehouse, tmp_path):
+    warehouse.table("prod.item").where("price < 10").select("id", "price").createOrReplaceTempView("cheap_items")
+    query = "SELECT * FROM prod.sales s JOIN cheap_items c ON s.item_id = c.id"
+    try:
+        if warehouse.version < "3.2":  # 3.0, 3.1: no View node marks a DataFrame's temp view (measured)
+            with pytest.raises(CaptureError, match="reads 'cheap_items'"):
+                capture(query, tmp_path / "t.yaml", source="t.sql")
+            return
+        path = capture(query, tmp_path / "t.yaml", source="t.sql")
+        direct = direct_plan(warehouse, query)[0]
+    finally:
+        warehouse.catalog.dropTempView("cheap_items")
+    data = yaml.safe_load(path.read_text())
+    assert list(data["tables"]) == ["sales", "item", "cheap_items"]
+    assert "`item`" in data["tables"]["cheap_items"]["sql"] and "prod" not in data["tables"]["cheap_items"]["sql"]
+    record, joins, _ = replayed_plan(session, path)
+    assert record.status == "passed", record.message
+    assert joins == direct
+
+
+def frame_joins(spark, frame):
+    plan = jvm_plans.current_plan(checksum_frame(frame))
+    return [(j.strategy, j.build_side, j.tables) for j in jvm_plans.join_nodes(
+        plan, {t: t for t in ("sales", "item", "store", "date_dim")})], jvm_plans.join_estimates(frame)
+
+
+def notebook_frames(spark):
+    """DataFrames as a notebook builds them: API joins with hints, filters, aggregates,
+    dropDuplicates, a self-join with clashing names, a union, a temp view, a permanent view."""
+    from pyspark.sql import functions as F
+    sales, item, store = spark.table("prod.sales"), spark.table("prod.item"), spark.table("prod.store")
+    dates = spark.table("prod.date_dim").where(F.col("year") == 2020)
+    star = (sales.join(item.hint("broadcast"), sales.item_id == item.id)
+            .join(store, sales.store_id == store.id, "left")
+            .join(dates.hint("merge"), sales.day_id == dates.id)
+            .where(item.price > 90)
+            .groupBy(store.region, dates.year).agg(F.count("*").alias("sales"), F.sum("amount").alias("paid")))
+    a, b = sales.alias("a"), sales.alias("b")
+    self_join = a.join(b, F.col("a.id") == F.col("b.item_id")).select(F.col("a.id"), F.col("b.id"), "a.amount")
+    latest = sales.dropDuplicates(["item_id"]).join(item, "id", "left_semi")
+    both = sales.select("item_id").union(spark.table("prod.item").select("id")).distinct() \
+        .join(store.hint("shuffle_hash"), F.col("item_id") == store.id, "full_outer")
+    spark.table("prod.item").where("price > 20").createOrReplaceTempView("mid_items")
+    mid = spark.table("mid_items").join(spark.table("prod.pricey_items"), "id")
+    spread = sales.repartition(7, "item_id").alias("r")
+    viewed = mid.join(spread, mid["id"] == F.col("r.item_id")).orderBy(mid["id"]).limit(100)
+    return {"star": star, "self_join": self_join, "semi_dedup": latest, "union": both, "views": viewed}
+
+
+@pytest.mark.parametrize("name", ["star", "self_join", "semi_dedup", "union", "views"])
+def test_a_dataframe_is_captured_and_replays_its_plan(session, warehouse, tmp_path, name):
+    frame = notebook_frames(warehouse)[name]
+    path = capture(frame, tmp_path / f"{name}.yaml")
+    direct_joins, direct_estimates = frame_joins(warehouse, frame)
+    data = yaml.safe_load(path.read_text())
+    assert data["id"] == name  # from the file's name
+    assert "prod" not in data["join"]["sql"] and all(not t.get("sql") for t in data["tables"].values())
+    record, joins, estimates = replayed_plan(session, path)
+    assert record.status == "passed", record.message
+    assert joins == direct_joins and estimates == direct_estimates and joins
+    if name == "star":
+        assert "BROADCAST(item)" in data["join"]["sql"] and "MERGE(" in data["join"]["sql"]
+
+
+def test_capture_from_the_package_takes_a_dataframe(session, warehouse, tmp_path):
+    import harness
+    frame = warehouse.table("prod.sales").join(warehouse.table("prod.store"), "id")
+    path = harness.capture(frame, tmp_path / "p.yaml", scenario_id="pkg")
+    assert yaml.safe_load(path.read_text())["id"] == "pkg"
+
+
+@pytest.mark.parametrize("build, says", [
+    (lambda s: s.createDataFrame([(1,)], "id long").join(s.table("prod.item"), "id"),
+     "a DataFrame: it reads a L"),  # LocalRelation, or LogicalRDD on 4.x
+    (lambda s: s.table("prod.sales").join(s.table("prod.item"), "id")
+        .where(__import__("pyspark.sql.functions", fromlist=["udf"]).udf(lambda x: True, "boolean")("id")),
+     "PythonUDF"),
+    (lambda s: s.range(10).join(s.table("prod.item"), "id"), "reads a Range, not a catalog table"),
+    (lambda s: s.table("prod.sales").join(s.table("prod.item"), "id").groupBy("store_id").pivot("day_id", [1, 2])
+        .count(), "a DataFrame: "),
+])
+def test_a_dataframe_capture_cannot_write_names_what(warehouse, tmp_path, build, says):
+    with pytest.raises(CaptureError) as info:
+        capture(build(warehouse), tmp_path / "x.yaml")
+    assert says in str(info.value) and "\n" not in str(info.value)
+    assert not (tmp_path / "x.yaml").exists()
+
+
+def test_capture_takes_sql_or_a_dataframe_only(tmp_path):
+    with pytest.raises(CaptureError, match="SQL text or a DataFrame, not int"):
+        capture(17, tmp_path / "x.yaml")
+
+
+EVENT_LOG_SCRIPT = """
+import json, sys
+from pyspark.sql import SparkSession
+from harness.observe import jvm_plans as plans
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.eventLog.enabled", "true").config("spark.eventLog.dir", sys.argv[1])
+         .config("spark.sql.adaptive.enabled", "true").config("spark.sql.autoBroadcastJoinThreshold", "1048576")
+         .config("spark.sql.shuffle.partitions", "8").getOrCreate())
+a = spark.range(300000).selectExpr("id % 1000 AS k", "id AS v")
+b = spark.range(1000).selectExpr("id AS k", "id * 2 AS w")
+small = spark.range(300000).where("id % 100 = 0").selectExpr("(id DIV 100) % 1000 AS k")
+seen = []
+for frame in (a.join(b, "k"), a.join(b.hint("merge"), "k"), a.join(b.hint("shuffle_hash"), "k", "left"),
+              a.join(small, "k")):
+    initial = [(j.strategy, j.build_side) for j in jvm_plans.join_nodes(jvm_plans.current_plan(frame))]
+    frame.collect()
+    final = [(j.strategy, j.build_side) for j in jvm_plans.join_nodes(jvm_plans.current_plan(frame))]
+    seen.append({"initial": initial, "final": final})
+print("SEEN " + json.dumps(seen))
+spark.stop()
+"""
+
+
+def test_baseline_reads_the_plans_a_session_ran_from_its_event_log(session, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from harness.capturing.event_log import read_log
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    script = tmp_path / "run.py"
+    script.write_text(EVENT_LOG_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, str(script), logs.as_uri()], capture_output=True, text=True, env=env,
+                          timeout=300)
+    seen_line = [line for line in done.stdout.splitlines() if line.startswith("SEEN ")]
+    assert seen_line, done.stderr[-2000:]
+    seen = json.loads(seen_line[0][5:])
+    baseline = read_log(logs)
+    import pyspark
+    assert baseline["spark"] == pyspark.__version__
+    with_joins = [e for e in baseline["executions"] if e["initial"]]
+    assert [[(j["strategy"], j["build_side"]) for j in e["initial"]] for e in with_joins] == \
+        [[tuple(j) for j in s["initial"]] for s in seen]
+    assert [[(j["strategy"], j["build_side"]) for j in e["final"]] for e in with_joins] == \
+        [[tuple(j) for j in s["final"]] for s in seen]
+    # the last one was re-planned at run time: a sort-merge join became a broadcast
+    assert seen[-1]["initial"] != seen[-1]["final"]
+    # the same log in the framing of Spark's own lz4 and snappy codecs (3.0/3.1 wrote lz4)
+    from harness.capturing.event_log import BaselineError, _lines, log_files
+    plain = "".join(line for file in log_files(logs) for _, line in _lines(file)).encode()
+    for codec, suffix in (("LZ4CompressionCodec", ".lz4"), ("SnappyCompressionCodec", ".snappy")):
+        packed = spark_compressed(session.spark, codec, plain, tmp_path / f"app-1{suffix}")
+        assert read_log(packed) == baseline
+        cut = tmp_path / f"cut{suffix}"
+        cut.write_bytes(packed.read_bytes()[: packed.stat().st_size // 2])
+        with pytest.raises(BaselineError, match=rf"cut{suffix}: cannot read on: "):
+            read_log(cut)
+
+
+def spark_compressed(spark, codec_class: str, data: bytes, target: Path) -> Path:
+    """`data` written through Spark's compression codec, as its event log writer does."""
+    jvm = spark._jvm
+    codec = getattr(jvm.org.apache.spark.io, codec_class)(spark._jsc.sc().getConf())
+    stream = codec.compressedOutputStream(jvm.java.io.FileOutputStream(str(target)))
+    for start in range(0, len(data), 1 << 20):
+        stream.write(data[start:start + (1 << 20)])
+    stream.close()
+    return target
+
+
+@pytest.mark.parametrize("content, says", [
+    ('{"Event":"SparkListenerLogStart","Spark Version":"3.5.1"}\n{"Event":"org.apache.spark.sql.exec', ":2: not a JSON event"),
+    ('{"Event":"SparkListenerApplicationStart"}\n', "no SparkListenerLogStart event"),
+    ('{"Event":"SparkListenerLogStart","Spark Version":"2.4.8"}\n', "written by Spark 2.4.8"),
+])
+def test_a_broken_event_log_is_one_line(tmp_path, content, says):
+    from harness.capturing.event_log import BaselineError, read_log
+    log = tmp_path / "app-1"
+    log.write_text(content)
+    with pytest.raises(BaselineError) as info:
+        read_log(log)
+    assert says in str(info.value) and "\n" not in str(info.value)
+
+
+def test_float_smallint_and_nested_columns_are_captured(session, warehouse, tmp_path):
+    spark = warehouse
+    if not spark._jsparkSession.catalog().tableExists("prod", "events"):
+        spark.range(20000).selectExpr("id % 5000 AS item_id", "array(id, id + 1) AS tags",
+                                      "CAST(id % 7 AS FLOAT) AS score", "CAST(id % 100 AS SMALLINT) AS bucket",
+                                      "named_struct('a', id, 'b', 'x') AS info").write.saveAsTable("prod.events")
+        # ANALYZE ... FOR ALL COLUMNS refuses nested types: the others by name
+        spark.sql("ANALYZE TABLE prod.events COMPUTE STATISTICS FOR COLUMNS item_id, score, bucket")
+    query = "SELECT * FROM prod.events e JOIN prod.item i ON e.item_id = i.id WHERE e.score > 3 AND e.bucket < 40"
+    spark.conf.set("spark.sql.cbo.enabled", "true")
+    try:
+        path = capture(query, tmp_path / "e.yaml", source="e.sql")
+        direct_joins = direct_plan(spark, query)
+    finally:
+        spark.conf.unset("spark.sql.cbo.enabled")
+    schema = yaml.safe_load(path.read_text())["tables"]["events"]["schema"]
+    assert schema == {"item_id": "long", "tags": "array<bigint>", "score": "float", "bucket": "smallint",
+                      "info": "struct<a:bigint,b:string>"}
+    record, joins, estimates = replayed_plan(session, path)
+    assert record.status == "passed", record.message
+    assert (joins, estimates) == direct_joins

@@ -1,0 +1,217 @@
+"""Expectation resolution (version specifiers, matrix values) and comparison."""
+from harness.check import expect
+from harness.core.options import deployment
+from harness.core.records import Observation
+from harness.scenario.model import expand, load_scenario
+from tests.conftest import MINIMAL
+
+VERSIONED = MINIMAL.replace("expect:", """matrix:
+  join_type: [inner, left_outer]
+expect:""") + """  overrides:
+    - when: {spark: ">=3.5", join_type: left_outer}
+      strategy: ShuffledHashJoin
+      build_side: left
+    - when: {spark: "<3.1"}
+      strategy: SortMergeJoin
+"""
+
+
+def cases(write_scenario, text=VERSIONED):
+    return {c.label: c for c in expand(load_scenario(write_scenario(text)))}
+
+
+def test_version_specific_overrides(write_scenario):
+    by_label = cases(write_scenario)
+    left = by_label["left_outer"]
+    assert expect.resolve(left, "3.5.7")["strategy"] == "ShuffledHashJoin"
+    assert expect.resolve(left, "4.1.0.dev0")["build_side"] == "left"
+    assert expect.resolve(left, "3.4.4") == {"strategy": "BroadcastHashJoin", "build_side": "right", "plan": "initial"}
+    inner = by_label["inner"]
+    assert expect.resolve(inner, "4.3.0")["strategy"] == "BroadcastHashJoin"
+    old = expect.resolve(inner, "3.0.3")
+    assert old["strategy"] == "SortMergeJoin" and "build_side" not in old
+
+
+def observed(strategy="BroadcastHashJoin", build="right", **extra):
+    node = {"strategy": strategy, "build_side": build}
+    return Observation.from_json({
+        "initial": {"joins": [node]}, "final": None, "rows": 10, "checksum": "00000000000000aa", "warnings": [],
+        "estimates": [{"left": {"size_in_bytes": 800}, "right": {"size_in_bytes": 80}}], "error": None, **extra})
+
+
+def test_compare_passes_and_fails_on_strategy_and_build_side():
+    want = {"strategy": "BroadcastHashJoin", "build_side": "right", "plan": "initial"}
+    assert expect.compare(want, observed()) == []
+    assert expect.compare(want, observed(build="left")) == [
+        "initial plan: expected build side right, observed BroadcastHashJoin (build left)"]
+    assert "expected BroadcastHashJoin, observed SortMergeJoin" in expect.compare(want, observed("SortMergeJoin", "none"))[0]
+
+
+def test_compare_rows_checksum_warnings_estimates():
+    want = {"plan": "initial", "rows": 11, "checksum": "00000000000000aa", "warnings": ["overridden"],
+            "estimates": {"right": {"max": 50}}}
+    problems = expect.compare(want, observed())
+    assert any("expected 11 rows" in p for p in problems)
+    assert any("/overridden/" in p for p in problems)
+    assert any("right estimate 80 B is above" in p for p in problems)
+    assert not any("checksum" in p for p in problems)
+    assert expect.compare({"plan": "initial", "warnings": []}, observed(warnings=["Hint x"])) == [
+        "expected no hint warnings, observed: Hint x"]
+
+
+def test_compare_errors():
+    err = {"class": "AnalysisException", "java_class": "org.apache.spark.sql.AnalysisException",
+           "message": "[UNSUPPORTED_FEATURE] nope"}
+    assert expect.compare({"plan": "initial", "error": {"class": "AnalysisException", "message": "UNSUPPORTED"}},
+                          observed(error=err)) == []
+    assert expect.compare({"plan": "initial", "error": {"message": "other"}}, observed(error=err))
+    assert expect.compare({"plan": "initial", "strategy": "BroadcastHashJoin"}, observed(error=err))[0].startswith(
+        "unexpected error AnalysisException")
+    assert "succeeded" in expect.compare({"plan": "initial", "error": {"class": "X"}}, observed())[0]
+
+
+def test_result_rows_compare_order_independent():
+    want = {"plan": "initial", "result_rows": [[2, "b"], [1, "a"], [None, "c"]]}
+    got = observed(result_rows=expect.normalize_rows([(1, "a"), (None, "c"), (2, "b")]))
+    assert expect.compare(want, got) == []
+    got_bad = observed(result_rows=expect.normalize_rows([(1, "a"), (3, "c"), (2, "b")]))
+    assert expect.compare(want, got_bad)
+
+
+def _node(strategy, build="none", **extra):
+    return {"strategy": strategy, "build_side": build, "join_type": "Inner", "left_keys": "", "right_keys": "",
+            "condition": "", "null_aware": False, "skew": False, "tables": None, **extra}
+
+
+def test_join_order_skew_and_null_aware_per_node():
+    expected = {"plan": "initial", "joins": [
+        expect._normalize_node({"strategy": "SMJ", "tables": ["VB", "s2", "s1"]}),
+        expect._normalize_node({"strategy": "SMJ", "tables": ["vb", "s2"], "skew": True}),
+    ]}
+    joins = [_node("SortMergeJoin", tables=["s1", "s2", "vb"]), _node("SortMergeJoin", tables=["s2", "vb"], skew=True)]
+    assert expect.compare(expected, Observation.from_json({"initial": {"joins": joins}})) == []
+    joins[1] = _node("SortMergeJoin", tables=["b", "vb"], skew=True)
+    [problem] = expect.compare(expected, Observation.from_json({"initial": {"joins": joins}}))
+    assert problem == ("initial plan join #2: expected SortMergeJoin [skew] of s2+vb, "
+                       "observed SortMergeJoin [skew] of b+vb")
+    joins[1] = _node("SortMergeJoin", tables=["s2", "vb"])
+    assert expect.compare(expected, Observation.from_json({"initial": {"joins": joins}}))
+    naaj = {"plan": "initial", "joins": [{"strategy": "BroadcastHashJoin", "null_aware": True}]}
+    assert expect.compare(naaj, Observation.from_json({"initial": {"joins": [_node("BroadcastHashJoin", "right", null_aware=True)]}})) == []
+    assert expect.compare(naaj, Observation.from_json({"initial": {"joins": [_node("BroadcastHashJoin", "right")]}}))
+
+
+def test_operator_counts_exact_and_bounded():
+    counts = {"ReusedSubquery": 1, "Subquery": 1, "SortMergeJoin": 1}
+    seen = Observation.from_json({"initial": {"joins": [], "operators": {}}, "final": {"joins": [], "operators": counts}})
+    assert expect.compare({"plan": "final", "operators": {"ReusedSubquery": 1, "Subquery": {"min": 1}}}, seen) == []
+    assert expect.compare({"plan": "final", "operators": {"ReusedSubquery": 0}}, seen) == \
+        ["expected 0 ReusedSubquery operator(s), observed 1"]
+    assert expect.compare({"plan": "final", "operators": {"Subquery": {"min": 2}}}, seen) == \
+        ["expected {'min': 2} Subquery operator(s), observed 1"]
+    # The initial plan is checked unless the expectation says final.
+    assert expect.compare({"plan": "initial", "operators": {"Subquery": 1}}, seen) == \
+        ["expected 1 Subquery operator(s), observed 0"]
+
+
+def test_overrides_can_name_the_deployment(write_scenario):
+    text = MINIMAL.replace("  build_side: right\n", "  build_side: right\n  overrides:\n"
+                                                     "    - when: {deployment: cluster}\n"
+                                                     "      strategy: SortMergeJoin\n")
+    case = expand(load_scenario(write_scenario(text)))[0]
+    assert expect.resolve(case, "4.3.0")["strategy"] == "BroadcastHashJoin"
+    assert expect.resolve(case, "4.3.0", deployment("spark://10.0.0.1:7077"))["strategy"] == "SortMergeJoin"
+    assert expect.resolve(case, "4.3.0", deployment("local[4]"))["strategy"] == "BroadcastHashJoin"
+
+
+def test_base_expectations_scoped_to_versions_leave_others_observed(write_scenario):
+    text = MINIMAL.replace("expect:\n", "expect:\n  spark: '>=3.5'\n")
+    case = expand(load_scenario(write_scenario(text)))[0]
+    assert expect.resolve(case, "4.3.0")["strategy"] == "BroadcastHashJoin"
+    assert not expect.has_assertions(expect.resolve(case, "3.4.4"))
+
+
+def test_a_known_bug_is_never_green(write_scenario, session):
+    """Declared affected: a failure is known_bug; behaving correctly fails the declaration."""
+    from harness.check.runner import run_case
+    bug = "bug: {id: SPARK-1, url: 'https://issues.apache.org/jira/browse/SPARK-1', affected: '>=3.0'}\n"
+    wrong = MINIMAL.replace("build_side: right", "build_side: left") + bug
+    record = run_case(expand(load_scenario(write_scenario(wrong, "wrong.yaml")))[0], session)
+    assert record.status == "known_bug"
+    assert record.message.startswith("known bug SPARK-1 (affected >=3.0): initial plan: expected build side left")
+    right = MINIMAL + bug
+    record = run_case(expand(load_scenario(write_scenario(right, "right.yaml")))[0], session)
+    assert record.status == "failed" and "declared affected by SPARK-1" in record.message
+    elsewhere = wrong.replace("affected: '>=3.0'", "affected: '<3.0'")
+    record = run_case(expand(load_scenario(write_scenario(elsewhere, "elsewhere.yaml")))[0], session)
+    assert record.status == "failed" and not record.message.startswith("known bug")
+
+
+def test_a_bug_may_concern_some_cases_only(write_scenario):
+    text = MINIMAL.replace("expect:", "matrix:\n  join_type: [inner, left_outer]\nexpect:") + \
+        "bug: {id: SPARK-2, affected: '>=3.0', when: {join_type: left_outer}}\n"
+    inner, outer = expand(load_scenario(write_scenario(text)))
+    assert expect.bug_in_force(inner, "4.3.0") is None
+    assert expect.bug_in_force(outer, "4.3.0")["id"] == "SPARK-2"
+    assert expect.bug_verdict(None, "failed", "m", "4.3.0") == ("failed", "m")
+    assert expect.bug_verdict({"id": "SPARK-2", "affected": ">=3.0"}, "timeout", "m", "4.3.0") == ("timeout", "m")
+    assert expect.bug_verdict({"id": "SPARK-2", "affected": ">=3.0"}, "passed", "", "4.3.0", case_item=False) == \
+        ("passed", "")
+
+
+def test_affected_must_be_a_version_specifier(write_scenario):
+    import pytest
+
+    from harness.scenario.errors import ScenarioError
+    with pytest.raises(ScenarioError, match=r"bug.affected: '3.5.x and earlier' is not a PEP 440 version specifier"):
+        load_scenario(write_scenario(MINIMAL + "bug: {id: SPARK-3, affected: 3.5.x and earlier}\n"))
+
+
+def test_warnings_exact_count_and_absent_patterns():
+    seen = observed(warnings=["Hint (strategy=broadcast) is not supported in the query: build left for left outer join.",
+                              "Unrecognized hint: FOO(r)"])
+    assert expect.compare({"plan": "initial", "warnings": {"count": 2, "match": ["build left"]}}, seen) == []
+    assert expect.compare({"plan": "initial", "warnings": {"count": 1}}, seen) == [
+        "expected 1 hint warning(s), observed 2: Hint (strategy=broadcast) is not supported in the query: "
+        "build left for left outer join."]
+    assert expect.compare({"plan": "initial", "warnings": {"absent": ["Unrecognized hint"]}}, seen) == [
+        "a hint warning matches /Unrecognized hint/, which must be absent: Unrecognized hint: FOO(r)"]
+    assert expect.compare({"plan": "initial", "warnings": {"absent": ["build right"]}}, seen) == []
+
+
+def test_what_a_deployment_cannot_see_is_not_checkable_never_passed():
+    """Through Spark Connect: hint warnings are unavailable, a final shuffled hash join's
+    build side is unavailable, estimates are printed rounded."""
+    gone = observed(warnings=None, unavailable=["warnings", "model"])
+    want = {"plan": "initial", "strategy": "BroadcastHashJoin", "warnings": []}
+    assert expect.not_checkable(want, gone) == ["warnings"]
+    assert expect.compare(want, gone) == []  # left out of the comparison, not passed
+    assert expect.not_checkable({"plan": "initial", "strategy": "SortMergeJoin"}, gone) == []
+    assert expect.compare({"plan": "initial", "strategy": "SortMergeJoin"}, gone)  # the rest is still checked
+
+    final = observed(unavailable=["warnings"], final={"joins": [{"strategy": "ShuffledHashJoin", "build_side": "unavailable"}]})
+    want = {"plan": "final", "strategy": "ShuffledHashJoin", "build_side": "left"}
+    assert expect.not_checkable(want, final) == ["build side (final plan)"]
+    assert expect.compare(want, final) == []
+    assert expect.compare({**want, "strategy": "SortMergeJoin"}, final)  # a wrong strategy still fails
+
+    printed = observed(unavailable=["warnings"], estimates=[
+        {"left": {"size_in_bytes": round(9.8 * 2 ** 20), "printed": "9.8 MiB"}, "right": {"size_in_bytes": 80, "printed": "80.0 B"}}])
+    near = {"plan": "initial", "estimates": {"left": {"max": 10_250_000}}}  # inside 9.75-9.85 MiB
+    assert expect.not_checkable(near, printed) == ["left estimate (printed 9.8 MiB)"]
+    far = {"plan": "initial", "estimates": {"left": {"max": 9_000_000}, "right": {"min": 81}}}
+    assert expect.not_checkable(far, printed) == []
+    assert len(expect.compare(far, printed)) == 2
+
+
+def test_no_final_plan_from_the_server_is_not_checkable():
+    none = observed(unavailable=["warnings", "final"])
+    assert expect.not_checkable({"plan": "both", "strategy": "BroadcastHashJoin"}, none) == ["final plan"]
+
+
+def test_an_estimate_the_printed_plan_did_not_give_is_not_checkable():
+    blank = observed(unavailable=["warnings"], estimates=[
+        {"left": {"size_in_bytes": None, "row_count": None, "printed": None}, "right": {"size_in_bytes": 80}}])
+    want = {"plan": "initial", "estimates": {"left": {"max": 100}}}
+    assert expect.not_checkable(want, blank) == ["left estimate"]
+    assert expect.compare(want, blank) == []

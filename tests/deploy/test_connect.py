@@ -1,0 +1,224 @@
+"""The suite through a real Spark Connect server on loopback (started from the installed
+PySpark's own jars): cases observed without a JVM in the client, a hint warning's
+expectation reported as not checkable, scenario SQL refused before it reaches the server,
+a runaway case interrupted through its operation tag while the next case still runs.
+
+Every run is a pytest subprocess: a Connect session marks its process as Connect-only
+(PySpark's SPARK_CONNECT_MODE_ENABLED), which this process's local Spark must not see."""
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.deploy.connect_test import ConnectServer, compare, server_jar
+
+try:
+    import grpc  # noqa: F401
+    import pyarrow  # noqa: F401
+    CLIENT = True
+except ImportError:
+    CLIENT = False
+
+pytestmark = pytest.mark.skipif(server_jar() is None or not CLIENT,
+                                reason="this PySpark ships no Spark Connect server, or the client's packages are missing")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SMALL = """\
+id: a_connect_small
+description: a broadcast join and a warning expectation, through Spark Connect
+tables:
+  fact: {rows: 5000, columns: {k: {key: {cardinality: 100}}, v: {uniform: {min: 0, max: 9}}}}
+  dim: {rows: 100, columns: {k: {sequence: {}}}}
+join: {left: fact, right: dim, on: [k]}
+matrix:
+  conf:
+    spark.sql.adaptive.enabled: [true, false]
+expect:
+  strategy: BroadcastHashJoin
+  build_side: right
+  rows: 5000
+  overrides:
+    - when: {conf: {spark.sql.adaptive.enabled: false}}
+      warnings: []
+"""
+REFUSED = """\
+id: b_connect_refused
+description: reflection in scenario SQL is refused before anything reaches the server
+tables:
+  a: {rows: 10, columns: {k: {sequence: {}}}}
+  b: {rows: 10, columns: {k: {sequence: {}}}}
+join:
+  sql: SELECT reflect('java.lang.System', 'exit', 1) AS x FROM a JOIN b ON a.k = b.k
+expect: {strategy: BroadcastHashJoin}
+"""
+RUNAWAY = """\
+id: c_connect_runaway
+description: a cross join far too large for its timeout
+tables:
+  a: {rows: 200000, columns: {k: {sequence: {}}}}
+  b: {rows: 200000, columns: {k: {sequence: {}}}}
+join: {left: a, right: b, type: cross}
+timeout: 8
+expect: {rows: 40000000000}
+"""
+AFTER = """\
+id: d_connect_after
+description: runs after the runaway case was interrupted
+tables:
+  a: {rows: 1000, columns: {k: {sequence: {}}}}
+  b: {rows: 100, columns: {k: {sequence: {}}}}
+join: {left: a, right: b, on: [k]}
+expect: {strategy: BroadcastHashJoin, rows: 100}
+"""
+
+STREAM = """\
+id: e_connect_stream
+description: a stream-stream join through Spark Connect; its warning expectation is not checkable there
+tables:
+  views:
+    rows: 60
+    columns:
+      ad: {key: {cardinality: 20}}
+      vts: {uniform: {min: "2024-01-01 00:00:00", max: "2024-01-01 01:00:00"}, type: timestamp}
+  clicks:
+    rows: 30
+    columns:
+      cad: {key: {cardinality: 20}}
+      cts: {uniform: {min: "2024-01-01 00:00:00", max: "2024-01-01 01:00:00"}, type: timestamp}
+stream:
+  watermarks:
+    views: {column: vts, delay: "10 minutes"}
+    clicks: {column: cts, delay: "10 minutes"}
+join:
+  left: views
+  right: clicks
+  condition: "l.ad = r.cad AND r.cts >= l.vts AND r.cts <= l.vts + INTERVAL 1 HOUR"
+expect:
+  strategy: StreamingSymmetricHashJoin
+  warnings: []
+"""
+
+@pytest.fixture(scope="module")
+def server():
+    with ConnectServer(driver_memory="2g", log=lambda line: None) as running:
+        yield running
+
+
+def _run(folder: Path, files: dict, url: str, report: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    for name, text in files.items():
+        (folder / name).write_text(textwrap.dedent(text))
+    proc = subprocess.run([sys.executable, "-m", "pytest", str(folder), "-q", "-p", "no:cacheprovider", "--no-agree",
+                           "--spark-remote", url, "--report-dir", str(report)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    results = next(report.glob("*/results.json"), None)
+    return proc, json.loads(results.read_text()) if results else {}
+
+
+def test_the_suite_through_spark_connect(server, tmp_path):
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    proc, results = _run(folder, {"a.yaml": SMALL, "b.yaml": REFUSED, "c.yaml": RUNAWAY, "d.yaml": AFTER,
+                                  "e.yaml": STREAM},
+                         server.url, tmp_path / "reports")
+    out = proc.stdout + proc.stderr
+    by_id = {r["case_id"]: r for r in results["cases"]}
+
+    # observed without a JVM in the client: strategy and build side of the initial and final plan
+    aqe = by_id["a_connect_small[aqe=on]"]
+    assert aqe["status"] == "passed", aqe["message"]
+    assert aqe["master"] == server.url and aqe["observed"]["rows"] == 5000
+    assert aqe["observed"]["initial"]["joins"][0]["build_side"] == "right"
+    assert aqe["observed"]["final"]["joins"][0]["strategy"] == "BroadcastHashJoin"
+    assert "warnings" in aqe["observed"]["unavailable"]
+
+    # an expectation on hint warnings cannot be checked: said, never passed
+    static = by_id["a_connect_small[aqe=off]"]
+    assert static["status"] == "unchecked"
+    assert "not checkable on this deployment: warnings" in static["message"]
+
+    # refused by the guard on Spark's parsed plan: one line naming file, line and field
+    assert "b.yaml:7: join.sql: reflection (reflect) is not allowed" in out
+    assert not any(case.startswith("b_connect_refused") for case in by_id)
+
+    # interrupted through its operation tag; the next case of the same run still passes
+    assert by_id["c_connect_runaway"]["status"] == "timeout"
+    assert by_id["d_connect_after"]["status"] == "passed"
+
+    # a stream-stream join runs through Connect; what Connect cannot see is said there too
+    stream = by_id["e_connect_stream"]
+    assert stream["observed"]["initial"]["joins"][0]["strategy"] == "StreamingSymmetricHashJoin"
+    assert stream["status"] == "unchecked" and "warnings" in stream["observed"]["unavailable"]
+
+
+def test_comparison_names_what_differs_and_leaves_out_what_connect_cannot_see():
+    from tests.conftest import fake_record, fake_results
+    local = fake_record("x[inner]", "BroadcastHashJoin", "right")
+    local["observed"]["warnings"] = ["Hint (strategy=merge) is not supported"]
+    local["observed"]["estimates"] = [{"left": {"size_in_bytes": 36_000_000, "row_count": None},
+                                       "right": {"size_in_bytes": 800, "row_count": None}}]
+    remote = json.loads(json.dumps(local))
+    remote["observed"].pop("warnings")
+    remote["observed"]["unavailable"] = ["warnings"]
+    remote["observed"]["estimates"] = [{"left": {"size_in_bytes": 36_000_000, "row_count": None, "printed": "34.3 MiB"},
+                                        "right": {"size_in_bytes": 800, "row_count": None, "printed": "800.0 B"}}]
+    other = fake_record("y[inner]", "SortMergeJoin")
+    changed = fake_record("y[inner]", "BroadcastHashJoin", "left")
+    comparison = compare(fake_results([local, other]), fake_results([remote, changed]))
+    assert comparison["cases_compared"] == 2
+    assert comparison["differing_cases"] == ["y[inner]"]
+    assert "strategy" in comparison["differences"]
+
+    remote["observed"]["estimates"][0]["left"]["printed"] = "35.0 MiB"  # not what Spark prints for that size
+    comparison = compare(fake_results([local]), fake_results([remote]))
+    assert comparison["differences"]["estimate"][0][0] == "x[inner]"
+
+
+def test_a_server_that_does_not_answer_is_one_line_per_file_not_a_hang(tmp_path):
+    """Nothing listens on the port: each file says so in one line, in seconds (the client's
+    retries are bounded and a server that did not answer is not asked again at once)."""
+    from harness.deploy.cluster import free_port
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    url = f"sc://127.0.0.1:{free_port()}"
+    import time
+    started = time.monotonic()
+    proc, _ = _run(folder, {"d1.yaml": AFTER, "d2.yaml": AFTER.replace("d_connect_after", "d_connect_again")},
+                   url, tmp_path / "reports")
+    took = time.monotonic() - started
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"d1.yaml: (file): no Spark session: Spark Connect server {url} does not answer (UNAVAILABLE" in out
+    assert f"d2.yaml: (file): no Spark session: Spark Connect server {url} did not answer" in out
+    assert "Traceback" not in out
+    assert took < 90
+
+
+def test_sigterm_stops_the_server_jvm(tmp_path):
+    """`make connect-test` interrupted: the server's JVM goes with it."""
+    import os
+    import signal
+    import time
+    script = ("from harness.deploy.connect_test import ConnectServer\n"
+              "import time\n"
+              "with ConnectServer(driver_memory='1g', log=lambda line: print(line, flush=True)) as server:\n"
+              "    print('PORT', server.port, flush=True)\n"
+              "    time.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    port = None
+    for line in proc.stdout:
+        if line.startswith("PORT"):
+            port = line.split()[1]
+            break
+    assert port is not None
+    marker = f"join-harness-connect-{port}"
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0  # the server runs
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0:
+        time.sleep(0.5)
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1

@@ -1,0 +1,33 @@
+"""Per-version environments: which Python and Java each Spark gets; Faker pools pre-built."""
+import json
+
+from harness.deploy import matrix
+from harness.scenario.model import load_scenario
+from harness.spark import datagen
+from tests.conftest import MINIMAL
+
+
+def test_python_and_java_per_spark_version():
+    assert matrix.python_candidates("3.1.3")[0] == "3.9"
+    assert matrix.python_candidates("3.3.4")[0] == "3.10"
+    assert matrix.python_candidates("4.3.0")[0] == "3.11"
+    assert matrix.needs_java11("3.2.4") and not matrix.needs_java11("3.3.0")
+
+
+def test_missing_python_is_none(monkeypatch, tmp_path):
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert matrix.find_python("3.7") is None
+    fake = tmp_path / "versions" / "3.7.16" / "bin"
+    fake.mkdir(parents=True)
+    (fake / "python").touch()
+    assert matrix.find_python("3.7") == str(fake / "python")
+
+
+def test_faker_pools_are_built_into_the_cache(write_scenario, monkeypatch, tmp_path):
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path))
+    datagen.faker_pool.cache_clear()
+    text = MINIMAL.replace("      k: {sequence: {}}\n", "      k: {sequence: {}}\n      who: {faker: {provider: first_name, pool: 7}}\n")
+    assert datagen.warm_faker_pools([load_scenario(write_scenario(text))]) == 1
+    [cached] = list(tmp_path.rglob("first_name-7-*.json"))
+    assert len(json.loads(cached.read_text())) == 7

@@ -1,0 +1,94 @@
+"""Plan inspection from the JVM plan objects, before and after execution."""
+from pyspark.sql import functions as F
+
+from harness.observe import jvm_plans
+
+
+def frames(session, hint=None, how="inner"):
+    spark = session.spark
+    left = spark.range(0, 100000).select((F.col("id") % 100).alias("k"), F.col("id").alias("v"))
+    right = spark.range(0, 100).select(F.col("id").alias("k"))
+    if hint:
+        right = right.hint(hint)
+    return left.join(right, "k", how)
+
+
+def test_broadcast_hash_join_build_right(session):
+    nodes = jvm_plans.join_nodes(jvm_plans.current_plan(frames(session)))
+    assert [(n.strategy, n.build_side, n.join_type) for n in nodes] == [("BroadcastHashJoin", "right", "Inner")]
+    assert "k" in nodes[0].left_keys
+
+
+def test_merge_hint_gives_sort_merge(session):
+    nodes = jvm_plans.join_nodes(jvm_plans.current_plan(frames(session, "merge", "left_outer")))
+    assert [(n.strategy, n.build_side, n.join_type) for n in nodes] == [("SortMergeJoin", "none", "LeftOuter")]
+
+
+def test_final_adaptive_plan_is_walked_through_query_stages(session):
+    spark = session.spark
+    spark.conf.set("spark.sql.adaptive.enabled", "true")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        df = frames(session)
+        before = jvm_plans.current_plan(df)
+        assert jvm_plans.is_adaptive(before) and not jvm_plans.final_plan_reached(before)
+        assert [n.strategy for n in jvm_plans.join_nodes(before)] == ["SortMergeJoin"]
+        df.collect()
+        after = jvm_plans.current_plan(df)
+        assert jvm_plans.final_plan_reached(after)
+        assert [n.strategy for n in jvm_plans.join_nodes(after)] == ["SortMergeJoin"]
+        assert "QueryStage" in jvm_plans.plan_text(after) or "AQEShuffleRead" in jvm_plans.plan_text(after)
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+        spark.conf.unset("spark.sql.adaptive.enabled")
+
+
+def test_estimates_from_optimized_plan(session):
+    estimates = jvm_plans.join_estimates(frames(session))
+    assert len(estimates) == 1
+    # a projection of spark.range: rows x (8 + column widths) / 2
+    assert estimates[0]["right"]["size_in_bytes"] == 100 * (8 + 8) // 2
+    assert estimates[0]["left"]["size_in_bytes"] == 100000 * (8 + 16) // 2
+
+
+def test_chain_reports_every_join_in_order(session):
+    spark = session.spark
+    a = spark.range(0, 1000).select(F.col("id").alias("k"))
+    b = spark.range(0, 10).select(F.col("id").alias("k"))
+    c = spark.range(0, 10).select(F.col("id").alias("k"))
+    df = a.join(b.hint("merge"), "k").join(c, "k")
+    assert [n.strategy for n in jvm_plans.join_nodes(jvm_plans.current_plan(df))] == ["BroadcastHashJoin", "SortMergeJoin"]
+
+
+def test_java_errors_are_one_line_with_class(session):
+    from harness.spark.errors import describe_error
+    try:
+        session.spark.sparkContext._jvm.java.lang.Integer.parseInt("x")
+    except Exception as exc:
+        error = describe_error(exc)
+    assert error.cls == "NumberFormatException"
+    assert error.java_class == "java.lang.NumberFormatException"
+    assert error.message == 'For input string: "x"'
+
+
+def test_long_plan_text_is_read_whole_in_pieces(session):
+    """A plan text longer than several Py4J pieces (a pool literal with non-ASCII names,
+    characters outside the BMP, backslashes and quotes) reads back exactly as the JVM
+    prints it, cut at the report's limit."""
+    names = ",".join(f"'naïve \\\\ 名前 😀 {i}'" for i in range(1500))
+    frame = session.spark.range(5).selectExpr(f"element_at(array({names}), CAST(id AS INT) + 1) AS n")
+    plan = jvm_plans.current_plan(frame)
+    whole = str(plan.toString())
+    assert len(whole) > 3 * jvm_plans.TEXT_PIECE
+    assert jvm_plans.jvm_text(plan) == whole
+    assert jvm_plans.jvm_text(plan, limit=7001) == whole[:7001]
+    expected = whole if len(whole) <= jvm_plans.PLAN_TEXT_LIMIT else whole[:jvm_plans.PLAN_TEXT_LIMIT] + "\n... (truncated)"
+    assert jvm_plans.plan_text(plan) == expected
+
+
+def test_top_join_is_the_first_join_node(session):
+    chain = frames(session).join(session.spark.range(0, 50).selectExpr("id AS v").hint("merge"), "v")
+    plan = jvm_plans.current_plan(chain)
+    first = jvm_plans.join_nodes(plan)[0]
+    assert jvm_plans.top_join(plan) == {"strategy": first.strategy, "build_side": first.build_side}
+    assert jvm_plans.top_join(jvm_plans.current_plan(session.spark.range(3))) == {"strategy": "none", "build_side": "none"}

@@ -1,0 +1,42 @@
+"""reports/index.html: all versions side by side, changes marked, upgrade view data."""
+import json
+import re
+
+from harness.report import merged
+from tests.conftest import fake_record, fake_results
+
+
+def result(version, strategy, status="passed"):
+    return fake_results([fake_record("c[inner]", strategy, status=status, spark=version)], spark=version)
+
+
+def test_versions_side_by_side_with_changes_marked(tmp_path):
+    for version, strategy in (("3.10.0", "SortMergeJoin"), ("3.5.7", "SortMergeJoin"), ("4.3.0", "BroadcastHashJoin")):
+        (tmp_path / version).mkdir()
+        (tmp_path / version / "results.json").write_text(json.dumps(result(version, strategy)))
+    data = merged.matrix_data(merged.load_all(tmp_path))
+    assert data["versions"] == ["3.5.7", "3.10.0", "4.3.0"]  # version order, not text order
+    cells = data["rows"][0]["cells"]
+    assert [cells[v]["changed"] for v in data["versions"]] == [False, False, True]
+    assert cells["4.3.0"]["initial"] == "BroadcastHashJoin (build right)"
+    assert data["upgrades"]["3.10.0|4.3.0"]["strategy"] == [
+        ("c[inner]", "initial: SortMergeJoin → BroadcastHashJoin (build right)")]
+    assert "3.5.7|3.10.0" in data["upgrades"] and data["upgrades"]["3.5.7|3.10.0"] == {}
+    page = merged.write_merged(tmp_path).read_text()
+    body = page.split("<body>")[1]
+    assert "c[inner]" in page and "</script>" in page
+    # self-contained: nothing is fetched (links to a JIRA are links, not loads)
+    assert not re.search(r"""(src|href)=["']?https?://(?!issues\.apache\.org/jira/)""", body)
+    assert "<link" not in body and "<script src" not in body
+
+
+def test_a_timed_out_or_lost_cell_is_never_marked_changed():
+    old = fake_results([fake_record("a[inner]", "SortMergeJoin", spark="3.5.9"),
+                        fake_record("b[inner]", "SortMergeJoin", spark="3.5.9")], spark="3.5.9")
+    new = fake_results([fake_record("a[inner]", None, status="timeout", error={"class": "Timeout", "message": "x"}),
+                        fake_record("b[inner]", None, status="error", error={"class": "WorkerLost", "message": "y"})])
+    rows = {row["id"]: row for row in merged.matrix_data({"3.5.9": old, "4.3.0": new})["rows"]}
+    for case in ("a[inner]", "b[inner]"):
+        cell = rows[case]["cells"]["4.3.0"]
+        assert not cell["comparable"] and not cell["changed"]
+    assert rows["a[inner]"]["cells"]["3.5.9"]["plan"] is None  # no plan text: no picture

@@ -1,0 +1,39 @@
+"""results.json follows schemas/results.schema.json; HTML is written atomically."""
+import json
+
+from harness.check.runner import run_case
+from harness.report import version_report
+from harness.scenario.model import expand, load_scenario
+from tests.conftest import MINIMAL, fake_record
+
+
+def test_real_run_writes_valid_reports(session, write_scenario, tmp_path):
+    text = MINIMAL.replace("expect:", "matrix:\n  join_type: [inner, full_outer]\nexpect:") + \
+        "  overrides:\n    - when: {join_type: full_outer}\n      strategy: SortMergeJoin\n"
+    records = [run_case(case, session).to_json() for case in expand(load_scenario(write_scenario(text)))]
+    assert [r["status"] for r in records] == ["passed", "passed"]
+    records[1]["status"], records[1]["message"] = "failed", "initial plan: expected X"
+    written = version_report.write_reports(tmp_path / "reports", records, [{"file": "bad.yaml", "message": "bad.yaml:3: x"}])
+    results = json.loads(written[0].read_text())  # validated by write_reports before it was written
+    assert results["versions"]["spark"] == session.versions["spark"]
+    assert results["summary"]["by_status"] == {"failed": 1, "invalid": 1, "passed": 1}
+    assert results["cases"][0]["status"] == "failed"  # failures first
+    html = written[1].read_text()
+    assert "minimal[full_outer]" in html and "bad.yaml:3: x" in html and "SortMergeJoin" in html
+    assert not list(written[0].parent.glob(".*tmp"))  # no temp files left behind
+
+
+def test_summary_counts_strategies():
+    records = [fake_record(f"c{i}", s) for i, s in enumerate(("SortMergeJoin", "SortMergeJoin", "BroadcastHashJoin"))]
+    summary = version_report.summarize(records, [])
+    assert summary["by_strategy"] == {"SortMergeJoin": 2, "BroadcastHashJoin": 1}
+    assert summary["total_case_seconds"] == 3.0
+
+
+def test_a_case_its_deployment_cannot_run_counts_as_not_run_not_as_no_join():
+    from harness.report.version_report import build_results
+    from tests.conftest import fake_record
+    skipped = fake_record("s[inner]", strategy=None, status="skipped")
+    skipped["message"] = "not run through Spark Connect: statistics-only tables ..."
+    planned_away = fake_record("n[inner]", strategy=None)
+    assert build_results([skipped, planned_away], [])["summary"]["by_strategy"] == {"not run": 1, "no join": 1}

@@ -1,0 +1,149 @@
+import pytest
+
+from harness.scenario.errors import ScenarioError
+from harness.scenario.model import expand, load_scenario, stable_seed
+from tests.conftest import MINIMAL
+
+
+def error_of(write_scenario, text):
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(write_scenario(text))
+    return str(info.value)
+
+
+def test_minimal_scenario_loads(write_scenario):
+    scenario = load_scenario(write_scenario(MINIMAL))
+    assert scenario.id == "minimal"
+    assert scenario.data["join"]["on"] == ["k"]  # `on` is not the YAML 1.1 boolean
+    assert [c.case_id for c in expand(scenario)] == ["minimal"]
+
+
+def test_yaml_syntax_error_names_file_and_line(write_scenario):
+    message = error_of(write_scenario, MINIMAL.replace("rows: 10\n", "rows: [10\n"))
+    assert "case.yaml:" in message and "YAML syntax" in message
+    assert "\n" not in message
+
+
+def test_schema_violation_names_line_and_field(write_scenario):
+    message = error_of(write_scenario, MINIMAL.replace("  on: [k]", "  on: [k]\n  type: lefty"))
+    assert "case.yaml:16: join.type:" in message
+    assert "'lefty' is not allowed" in message
+
+
+def test_unknown_field_suggests_closest(write_scenario):
+    message = error_of(write_scenario, MINIMAL.replace("    rows: 10\n", "    rowz: 10\n"))
+    assert "tables.b" in message and "did you mean 'rows'" in message
+
+
+def test_unknown_table_and_column(write_scenario):
+    assert "join.right: unknown table 'c'" in error_of(write_scenario, MINIMAL.replace("right: b", "right: c"))
+    message = error_of(write_scenario, MINIMAL.replace("on: [k]", "on: [kk]"))
+    assert "join.on[0]" in message and "unknown column 'kk'" in message and "did you mean 'k'" in message
+    message = error_of(write_scenario, MINIMAL.replace("on: [k]", "condition: \"l.k < r.zz\""))
+    assert "join.condition" in message and "'r.zz'" in message
+
+
+def test_faker_providers_are_checked_when_the_file_loads(write_scenario):
+    with_faker = MINIMAL.replace("      k: {sequence: {}}", "      k: {sequence: {}}\n      who: {faker: {provider: %s}}")
+    message = error_of(write_scenario, with_faker % "frist_name")
+    assert message.endswith("case.yaml:12: tables.b.columns.who.faker.provider: unknown Faker provider 'frist_name' "
+                            "(did you mean 'first_name'?)")
+    assert "\n" not in message
+    assert "not allowed" in error_of(write_scenario, with_faker % "binary")
+    assert "unknown Faker provider 'seed_instance'" in error_of(write_scenario, with_faker % "seed_instance")
+    load_scenario(write_scenario(with_faker % "first_name"))
+
+
+def test_unknown_hint_suggests_closest(write_scenario):
+    message = error_of(write_scenario, MINIMAL.replace("on: [k]", "on: [k]\n  hints: {right: BRODCAST}"))
+    assert "join.hints.right" in message and "did you mean 'BROADCAST'" in message
+    # a deliberately unknown hint is allowed
+    load_scenario(write_scenario(MINIMAL.replace("on: [k]", "on: [k]\n  hints: {right: {name: FOO, unknown: true}}")))
+
+
+def test_aliases_duplicate_keys_and_forbidden_things_are_rejected(write_scenario):
+    assert "aliases are not allowed" in error_of(write_scenario, MINIMAL + "tags: &t [a]\nx: *t\n") \
+        or "anchors are not allowed" in error_of(write_scenario, MINIMAL + "tags: &t [a]\nx: *t\n")
+    assert "duplicate key" in error_of(write_scenario, MINIMAL + "id: again\n")
+    message = error_of(write_scenario, MINIMAL + "spark_conf: {spark.sql.runSQLOnFiles: true}\n")
+    assert "case.yaml:19: spark_conf.spark.sql.runSQLOnFiles: 'spark.sql.runSQLOnFiles' is not a config a " \
+           "scenario may set" in message
+
+
+def test_bad_version_specifier(write_scenario):
+    message = error_of(write_scenario, MINIMAL + "  overrides:\n    - when: {spark: 'newer than 3'}\n      strategy: SMJ\n")
+    assert "PEP 440" in message and "expect.overrides[0].when.spark" in message
+
+
+def test_matrix_expansion_ids_and_values(write_scenario):
+    text = MINIMAL.replace("expect:", """matrix:
+  join_type: [inner, left]
+  right_hints: [BROADCAST, [], [MERGE, shuffle_hash]]
+  conf:
+    spark.sql.adaptive.enabled: [true, false]
+expect:""")
+    cases = expand(load_scenario(write_scenario(text)))
+    assert len(cases) == 2 * 3 * 2
+    ids = [c.case_id for c in cases]
+    assert "minimal[inner-BROADCAST@right-aqe=on]" in ids
+    assert "minimal[left-none@right-aqe=off]" in ids
+    assert "minimal[left-MERGE+shuffle_hash@right-aqe=on]" in ids
+    case = next(c for c in cases if c.case_id == "minimal[left-BROADCAST@right-aqe=off]")
+    assert case.join_type == "left_outer"
+    assert case.join["hints"]["right"] == "BROADCAST"
+    assert case.spark_conf["spark.sql.adaptive.enabled"] is False
+
+
+def test_matrix_limit(write_scenario):
+    text = MINIMAL.replace("expect:", "matrix:\n  conf:\n" + "".join(
+        f"    {key}: [1, 2, 3, 4]\n" for key in (
+            "spark.sql.shuffle.partitions", "spark.sql.shuffledHashJoinFactor", "spark.sql.codegen.maxFields",
+            "spark.sql.autoBroadcastJoinThreshold", "spark.sql.files.maxPartitionBytes")) + "expect:")
+    with pytest.raises(ScenarioError, match="limit is 512"):
+        expand(load_scenario(write_scenario(text)))
+
+
+def test_stable_seed_is_pinned_and_tells_columns_apart():
+    assert stable_seed(42, "fact", "k") != stable_seed(42, "fact", "v")
+    assert stable_seed(1, "t", "c") == 572583728171711698  # pinned: must never change across releases
+
+
+STREAM = MINIMAL.replace("      k: {sequence: {}}\n", "      k: {sequence: {}}\n      ts: {expr: \"timestamp_seconds(id)\", type: timestamp}\n") \
+    .replace("join:", "stream:\n  watermarks:\n    b: {column: ts, delay: \"5 minutes\"}\njoin:")
+
+
+def test_stream_watermarks_are_checked(write_scenario):
+    assert load_scenario(write_scenario(STREAM)).data["stream"]["watermarks"]["b"]["column"] == "ts"
+    with pytest.raises(ScenarioError, match=r"stream.watermarks.b.column: 'k' must be a column of 'b' with type: timestamp"):
+        load_scenario(write_scenario(STREAM.replace("column: ts", "column: k")))
+    with pytest.raises(ScenarioError, match=r"stream.watermarks.zz: 'zz' is not a side of the join"):
+        load_scenario(write_scenario(STREAM.replace("    b: {column", "    zz: {column")))
+    with pytest.raises(ScenarioError, match=r"stream.watermarks.b.delay: .*does not match"):
+        load_scenario(write_scenario(STREAM.replace('"5 minutes"', '"soon"')))
+
+
+def test_literal_tables_are_checked_against_their_schema(write_scenario):
+    literal = MINIMAL.replace("""  b:
+    rows: 10
+    columns:
+      k: {sequence: {}}""", """  b:
+    schema: {k: long, name: "string?"}
+    values: [[1, "x"], [2, null]]""")
+    load_scenario(write_scenario(literal))
+    assert "tables.b.values[1]: 1 value(s) for 2 column(s)" in error_of(write_scenario, literal.replace("[2, null]", "[2]"))
+    assert "NULL in column 'k', which is not nullable" in error_of(write_scenario, literal.replace("[2, null]", "[null, null]"))
+    assert "'two' is not a long (column 'k')" in error_of(write_scenario, literal.replace("[2, null]", "[two, null]"))
+    assert "join.on[0]: unknown column 'k' in right table 'b'" in error_of(
+        write_scenario, literal.replace("schema: {k: long", "schema: {kk: long"))
+
+
+def test_literal_values_out_of_range_or_not_dates_are_load_errors(write_scenario):
+    base = MINIMAL.replace("""  b:
+    rows: 10
+    columns:
+      k: {sequence: {}}""", """  b:
+    schema: {k: int, d: date}
+    values: [[1, "2024-01-31"]]""")
+    load_scenario(write_scenario(base))
+    assert "'4294967296' is not a int" in error_of(write_scenario, base.replace("[1, ", "[4294967296, "))
+    assert "'2024-02-30' is not a date" in error_of(write_scenario, base.replace("2024-01-31", "2024-02-30"))
