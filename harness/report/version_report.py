@@ -128,8 +128,26 @@ def render_html(results: dict) -> str:
                                             else "" if side.get("size_in_bytes") is None else f"{side['size_in_bytes']:,}")
     drawn = {r["case_id"]: pictures(r) for r in results["cases"] if r["kind"] == "case"}
     drawn = {case_id: picture for case_id, picture in drawn.items() if picture}
-    return env.get_template("report.html.j2").render(results=results, pictures=drawn,
-                                                     pictures_json=script_json(drawn))
+    skipped_checks = skipped_checks_by_case(results["cases"])
+    folded = {check["case_id"] for check in skipped_checks.values()}
+    return env.get_template("report.html.j2").render(results=results, pictures=drawn, skipped_checks=skipped_checks,
+                                                     folded=folded, pictures_json=script_json(drawn))
+
+
+def skipped_checks_by_case(records: list[dict]) -> dict[str, dict]:
+    """case id → the skipped cross-strategy check of that case (a plan-only scenario's, or
+    one Spark rejects), so the page shows it in the case's own row rather than as a row of
+    its own; a check whose case is not in the records keeps its row."""
+    checks = {(r["scenario_id"], r["label"]): r for r in records if r["kind"] == "agreement" and r["status"] == "skipped"}
+    found = {}
+    for record in records:
+        if record["kind"] != "case":
+            continue
+        label = f"{record['join_type']}-agree" if (record["scenario_id"], "agree") not in checks else "agree"
+        check = checks.get((record["scenario_id"], label))
+        if check is not None:
+            found[record["case_id"]] = check
+    return found
 
 
 def breakable(text) -> Markup:

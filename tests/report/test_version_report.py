@@ -1,4 +1,5 @@
 """results.json follows schemas/results.schema.json; HTML is written atomically."""
+import re
 import json
 
 from harness.check.runner import run_case
@@ -37,3 +38,23 @@ def test_a_case_its_deployment_cannot_run_counts_as_not_run_not_as_no_join():
     skipped["message"] = "not run through Spark Connect: statistics-only tables ..."
     planned_away = fake_record("n[inner]", strategy=None)
     assert build_results([skipped, planned_away], [])["summary"]["by_strategy"] == {"not run": 1, "no join": 1}
+
+
+def test_a_skipped_cross_strategy_check_shows_in_its_case_row():
+    from tests.conftest import fake_record, fake_results
+    case = fake_record("captured_q17[inner]")
+    check = dict(fake_record("captured_q17[inner-agree]"), kind="agreement", status="skipped",
+                 message="plan-only: statistics-only tables have no rows, so nothing executes")
+    other = fake_record("other[inner]")
+    page = version_report.render_html(fake_results([case, check, other]))
+    rows = re.findall(r'<tr class="case" id="([^"]+)"', page)
+    assert rows == ["captured_q17[inner]", "other[inner]"] or sorted(rows) == ["captured_q17[inner]", "other[inner]"]
+    case_row = page[page.index('id="captured_q17[inner]"'):page.index('id="other[inner]"')]
+    assert "cross-strategy check skipped" in case_row and "plan-only: statistics-only tables" in case_row
+    assert version_report.skipped_checks_by_case([case, check, other]) == {"captured_q17[inner]": check}
+
+
+def test_strategy_names_may_wrap_between_words():
+    from tests.conftest import fake_record, fake_results
+    page = version_report.render_html(fake_results([fake_record("c[inner]", "BroadcastNestedLoopJoin", "right")]))
+    assert "Broadcast<wbr>Nested<wbr>Loop<wbr>Join" in page and "td.plan { overflow-wrap: anywhere; }" in page
