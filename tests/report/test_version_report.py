@@ -1,6 +1,6 @@
 """results.json follows schemas/results.schema.json; HTML is written atomically."""
-import re
 import json
+import re
 
 from harness.check.runner import run_case
 from harness.report import version_report
