@@ -109,8 +109,8 @@ def _baseline(args, root) -> int:
 
 
 def _connect_test(args, root) -> int:
-    from harness.deploy import connect_test
-    return connect_test.main(args.report_dir, _with_k(args))
+    from harness.deploy import connect_server
+    return connect_server.main(args.report_dir, _with_k(args))
 
 
 def _cluster_test(args, root) -> int:

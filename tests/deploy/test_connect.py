@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.deploy.connect_test import ConnectServer, compare, server_jar
+from harness.deploy.connect_server import ConnectServer, compare, server_jar
 
 try:
     import grpc  # noqa: F401
@@ -202,7 +202,7 @@ def test_sigterm_stops_the_server_jvm(tmp_path):
     import os
     import signal
     import time
-    script = ("from harness.deploy.connect_test import ConnectServer\n"
+    script = ("from harness.deploy.connect_server import ConnectServer\n"
               "import time\n"
               "with ConnectServer(driver_memory='1g', log=lambda line: print(line, flush=True)) as server:\n"
               "    print('PORT', server.port, flush=True)\n"
