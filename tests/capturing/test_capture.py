@@ -265,7 +265,7 @@ def test_capture_takes_sql_or_a_dataframe_only(tmp_path):
 EVENT_LOG_SCRIPT = """
 import json, sys
 from pyspark.sql import SparkSession
-from harness.observe import jvm_plans as plans
+from harness.observe import jvm_plans
 spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
          .config("spark.eventLog.enabled", "true").config("spark.eventLog.dir", sys.argv[1])
          .config("spark.sql.adaptive.enabled", "true").config("spark.sql.autoBroadcastJoinThreshold", "1048576")
