@@ -26,9 +26,16 @@ from harness.core.files import atomic_write_text
 from harness.core.text import one_line
 from harness.observe import jvm_plans
 from harness.scenario import confs
+from harness.scenario.schema import scenario_validator
 from harness.scenario.tables import stats_bound_kind
 from harness.spark.query import checksum_frame
-from harness.spark.sql_guard import describe
+from harness.spark.sql_guard import (
+    ANALYSIS,
+    EXPRESSIONS,
+    LOGICAL,
+    QUERY_OPERATORS,
+    describe,
+)
 from harness.spark.sql_trees import (
     name_parts,
     nodes,
@@ -161,7 +168,6 @@ def _fields(struct_type) -> list:
 
 def _stats_type_pattern():
     """The contract's pattern for a statistics-only column type (schemas/scenario.schema.json)."""
-    from harness.scenario.schema import scenario_validator
     return re.compile(scenario_validator().schema["$defs"]["spark_type"]["pattern"])
 
 
@@ -215,7 +221,6 @@ def _bound(text: str, type_name: str):
 def _refuse_commands(spark, text: str, where: str) -> None:
     """spark.sql runs a command (DROP, INSERT, SET ...) at once: only a query is captured,
     decided from Spark's parse of it before anything is analysed."""
-    from harness.spark.sql_guard import ANALYSIS, EXPRESSIONS, LOGICAL, QUERY_OPERATORS
     for node in nodes(tree_of(parsed_query(spark, text))):
         cls = str(node["class"])
         query_part = (cls.startswith(LOGICAL) and cls.rsplit(".", 1)[-1] in QUERY_OPERATORS) \

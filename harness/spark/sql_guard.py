@@ -24,6 +24,10 @@ from __future__ import annotations
 import re
 
 from harness.core.text import one_line
+from harness.scenario.errors import ScenarioError, dotted
+from harness.scenario.model import sql_texts
+from harness.scenario.tables import is_derived
+from harness.spark import datagen, derived
 from harness.spark.sql_trees import (
     containers_serialised,
     cte_names,
@@ -187,8 +191,6 @@ def check_scenario(spark, scenario) -> None:
     """Refuse the scenario (ScenarioError: file, line, field, construct) if any of its SQL
     does what a scenario may not. Done once per scenario and session: the verdict is kept
     on the loaded scenario, so every case and forced strategy after the first costs nothing."""
-    from harness.scenario.errors import ScenarioError
-
     def refusal():
         try:
             _check_scenario(spark, scenario)
@@ -208,14 +210,7 @@ def once_per_session(scenario, session_key, refusal) -> None:
         raise scenario.sql_verdict[1]
 
 
-def dotted(where) -> str:
-    from harness.scenario.errors import dotted as dotted
-    return dotted(where)
-
-
 def _check_scenario(spark, scenario) -> None:
-    from harness.scenario.model import sql_texts
-
     data = scenario.data
     tables = set(data["tables"])
     declared = list(data["tables"])
@@ -241,8 +236,6 @@ def _check_scenario(spark, scenario) -> None:
 def _has_sql_beyond_text(data: dict) -> bool:
     """Whether any of the scenario's SQL needs an analysed plan to be judged: a join
     condition or query, a derived table, a filter or an `expr` column."""
-    from harness.scenario.tables import is_derived
-
     if "condition" in data["join"] or "sql" in data["join"]:
         return True
     return any(is_derived(spec) or "filter" in spec or any("expr" in column for column in spec.get("columns", {}).values())
@@ -253,8 +246,6 @@ def _stand_ins(spark, scenario) -> dict:
     """Each table as an empty relation of the types a case sees. A table with its own
     SQL (`expr` columns, `filter`) is first checked as the case builds it, over zero rows:
     its analysed plan holds those expressions."""
-    from harness.scenario.tables import is_derived
-    from harness.spark import datagen
 
     frames = {}
     for name, spec in scenario.data["tables"].items():
@@ -283,8 +274,6 @@ def _empty_like(spark, frame):
 def _stand_in_derived(spark, scenario, name: str, spec: dict, frames: dict) -> None:
     """A derived table built as a case builds it, from the stand-ins of the tables above
     it (nothing cached, nothing run); its analysed plan is walked like `join.sql`'s."""
-    from harness.spark import derived
-
     earlier = list(scenario.data["tables"])[:list(scenario.data["tables"]).index(name)]
     inputs = {table: frames[table] for table in earlier if table in frames}
     if len(inputs) != len(earlier):

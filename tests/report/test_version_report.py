@@ -44,13 +44,15 @@ def test_a_skipped_cross_strategy_check_shows_in_its_case_row():
     from tests.conftest import fake_record, fake_results
     case = fake_record("captured_q17[inner]")
     check = dict(fake_record("captured_q17[inner-agree]"), kind="agreement", status="skipped",
-                 message="plan-only: statistics-only tables have no rows, so nothing executes")
+                 message="plan-only: statistics-only tables have no rows, so nothing executes \"><script>x</script>")
     other = fake_record("other[inner]")
     page = version_report.render_html(fake_results([case, check, other]))
     rows = re.findall(r'<tr class="case" id="([^"]+)"', page)
     assert rows == ["captured_q17[inner]", "other[inner]"] or sorted(rows) == ["captured_q17[inner]", "other[inner]"]
     case_row = page[page.index('id="captured_q17[inner]"'):page.index('id="other[inner]"')]
     assert "cross-strategy check skipped" in case_row and "plan-only: statistics-only tables" in case_row
+    assert "<script>x" not in page and "&lt;script&gt;x" in case_row  # the message is text, never markup
+    assert 'data-status="passed skipped"' in case_row  # the status filter `skipped` still finds it
     assert version_report.skipped_checks_by_case([case, check, other]) == {"captured_q17[inner]": check}
 
 
