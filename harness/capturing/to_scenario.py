@@ -16,18 +16,21 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from harness.capturing.catalog import (
+    CapturedTable,
+    CaptureError,
+    identifier,
+    read_relations,
+)
 from harness.capturing.frame_sql import PlanSqlError, frame_sql
 from harness.core.files import atomic_write_text
 from harness.core.text import one_line
 from harness.observe import jvm_plans
 from harness.scenario import confs
-from harness.scenario.schema import scenario_validator
-from harness.scenario.tables import stats_bound_kind
 from harness.spark.query import checksum_frame
 from harness.spark.sql_guard import (
     ANALYSIS,
@@ -43,178 +46,6 @@ from harness.spark.sql_trees import (
     relation_names,
     tree_of,
 )
-
-SCALAR_TYPES = {"bigint": "long", "int": "int", "double": "double", "string": "string", "boolean": "boolean",
-                "date": "date", "timestamp": "timestamp"}
-STAT_PROPERTIES = (("distinct", "distinctCount"), ("nulls", "nullCount"), ("avg_len", "avgLen"),
-                   ("max_len", "maxLen"))
-
-
-class CaptureError(Exception):
-    """One line: what could not be captured, and where."""
-
-
-@dataclass
-class CapturedTable:
-    database: str
-    table: str
-    schema: dict                 # column → scenario type
-    stats: dict                  # the scenario's `stats:`
-    view_sql: str | None = None  # a view: its text (rewritten later)
-    view_plan: object = None     # a temporary view made from a DataFrame: its plan (written as SQL later)
-    notes: list = field(default_factory=list)
-    name: str = ""               # the scenario's name for it
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.database.lower(), self.table.lower()
-
-
-# --------------------------------------------------------------------------- the plan
-
-def _children(node) -> list:
-    out = []
-    for seq in (node.children(), node.subqueries()):
-        out.extend(seq.apply(i) for i in range(seq.size()))
-    return out
-
-
-def read_relations(spark, analysed, where: str = "") -> list[CapturedTable]:
-    """The catalog tables and permanent views under an analysed plan, views first-seen
-    order kept so that a view comes after the tables it reads."""
-    found: dict = {}
-    try:
-        _visit(spark, analysed, found)
-    except CaptureError as exc:
-        raise CaptureError(f"{where}: {exc}" if where else str(exc)) from None
-    return list(found.values())
-
-
-def catalog_table(spark, name: str) -> CapturedTable:
-    """One catalog table's schema and statistics, as capture records them."""
-    return read_relations(spark, spark.table(name)._jdf.queryExecution().analyzed())[0]
-
-
-def _visit(spark, node, found: dict) -> None:
-    kind = node.getClass().getSimpleName()
-    if kind in ("LogicalRelation", "HiveTableRelation"):
-        meta = node.tableMeta() if kind == "HiveTableRelation" else node.catalogTable()
-        if kind == "LogicalRelation":
-            if meta.isEmpty():
-                raise CaptureError(f"it reads files that are not a catalog table ({one_line(str(node))[:120]})")
-            meta = meta.get()
-        table = _table(spark, meta, node)
-        found.setdefault(table.key, table)
-        return
-    if kind == "View":
-        meta = node.desc()
-        for child in _children(node):
-            _visit(spark, child, found)
-        if _is_temp_view(node) and meta.viewText().isEmpty():  # made from a DataFrame
-            database, table = _identifier(meta)
-            found.setdefault((database.lower(), table.lower()),
-                             CapturedTable(database, table, {}, {}, view_sql="", view_plan=node.child()))
-            return
-        view = _view(meta)
-        found.setdefault(view.key, view)
-        return
-    if kind in ("LogicalRDD", "ExternalRDD", "LocalRelation", "Range", "DataSourceV2Relation", "StreamingRelation",
-                "StreamingRelationV2"):
-        raise CaptureError(f"it reads a {kind}, not a catalog table: capture reads tables from the catalog "
-                           "(data made in Python, spark.range or a file read has no statistics to replay)")
-    for child in _children(node):
-        _visit(spark, child, found)
-
-
-def _is_temp_view(view) -> bool:
-    """Spark 3.0's View nodes are permanent views only (no isTempView)."""
-    try:
-        return bool(view.isTempView())
-    except Exception:
-        return False
-
-
-def _identifier(meta) -> tuple[str, str]:
-    identifier = meta.identifier()
-    database = identifier.database()
-    return (database.get() if not database.isEmpty() else "default"), identifier.table()
-
-
-def _view(meta) -> CapturedTable:
-    database, table = _identifier(meta)
-    text = meta.viewText()
-    if text.isEmpty():
-        raise CaptureError(f"view {database}.{table} has no SQL text to replay")
-    return CapturedTable(database, table, {}, {}, view_sql=text.get())
-
-
-def _table(spark, meta, relation) -> CapturedTable:
-    database, table = _identifier(meta)
-    schema = {f.name(): _type(database, table, f) for f in _fields(meta.schema())}
-    stats = meta.stats()
-    notes = []
-    if stats.isEmpty():
-        size = int(relation.stats().sizeInBytes())
-        notes.append(f"{database}.{table} has no catalog statistics: size_bytes is Spark's estimate from its "
-                     "files; ANALYZE TABLE it (or capture --analyze) for row counts and column statistics")
-        return CapturedTable(database, table, schema, {"size_bytes": size}, notes=notes)
-    return CapturedTable(database, table, schema, _stats(spark, stats.get(), schema))
-
-
-def _fields(struct_type) -> list:
-    fields = struct_type.fields()
-    return [fields[i] for i in range(len(fields))]
-
-
-def _stats_type_pattern():
-    """The contract's pattern for a statistics-only column type (schemas/scenario.schema.json)."""
-    return re.compile(scenario_validator().schema["$defs"]["spark_type"]["pattern"])
-
-
-def _type(database: str, table: str, field_) -> str:
-    text = field_.dataType().simpleString()
-    if text in SCALAR_TYPES:
-        return SCALAR_TYPES[text]
-    if _stats_type_pattern().match(text):
-        return text
-    raise CaptureError(f"{database}.{table}.{field_.name()} has type {text}, which a scenario cannot declare "
-                       "(nested field names must be lower-case identifiers)")
-
-
-def _stats(spark, statistics, schema: dict) -> dict:
-    """A `stats:` from CatalogStatistics (Py4J gives its BigInts as ints)."""
-    out = {"size_bytes": int(statistics.sizeInBytes())}
-    if not statistics.rowCount().isEmpty():
-        out["rows"] = int(statistics.rowCount().get())
-    columns = {}
-    converters = spark._jvm.scala.collection.JavaConverters
-    for name, type_name in schema.items():
-        column = statistics.colStats().get(name)
-        if column.isEmpty() or "rows" not in out:
-            continue
-        properties = dict(converters.mapAsJavaMapConverter(column.get().toMap(name)).asJava())
-        spec = {key: int(properties[f"{name}.{prop}"]) for key, prop in STAT_PROPERTIES
-                if f"{name}.{prop}" in properties}
-        for bound in ("min", "max"):
-            text = properties.get(f"{name}.{bound}")
-            if text is not None and stats_bound_kind(type_name) is not None:
-                spec[bound] = _bound(text, type_name)
-        if spec:
-            columns[name] = spec
-    if columns:
-        out["columns"] = columns
-    return out
-
-
-def _bound(text: str, type_name: str):
-    if stats_bound_kind(type_name) is int:
-        return int(text)
-    if type_name == "boolean":
-        return text == "true"
-    if type_name in ("date", "timestamp"):
-        return text
-    return float(text)
-
 
 # --------------------------------------------------------------------------- names
 
@@ -369,12 +200,12 @@ def _namers(tables: list) -> tuple:
     by_key = {t.key: t for t in tables}
 
     def scenario_name(node):
-        database, table = _identifier(_relation_meta(node))
+        database, table = identifier(_relation_meta(node))
         name = by_key[database.lower(), table.lower()].name
         return name, name
 
     def catalog_name(node):
-        database, table = _identifier(_relation_meta(node))
+        database, table = identifier(_relation_meta(node))
         return f"`{database}`.`{table}`", table
 
     return scenario_name, catalog_name

@@ -12,7 +12,7 @@ import datetime as dt
 import pytest
 import yaml
 
-from harness.capturing.to_scenario import catalog_table
+from harness.capturing.catalog import catalog_table
 from harness.check import runner
 from harness.scenario.model import expand, load_scenario
 
