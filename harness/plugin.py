@@ -8,10 +8,14 @@ travels to the controller in `user_properties`, where the reports are written on
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import platform
+import socket
 import time
+import uuid
+import warnings
 from pathlib import Path
 
 import pytest
@@ -23,9 +27,15 @@ from harness.report import version_report
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import expand, load_scenario
 from harness.spark.session import NO_SESSION, SessionUnavailable
+from harness.store import shards
+from harness.store.results_store import DEFAULT_FOLDER, RunStamp, StoreWarning
+from harness.store.reuse import AGREEMENT, CASE, Reuse, open_reuse
 
 RECORD_KEY = "harness_record"
+REUSED_KEY = "harness_reused"   # which run observed a reused record (also a JUnit property)
+SHARD_KEY = "harness_shard"
 OPTIONS = pytest.StashKey[RunOptions]()
+REUSE = pytest.StashKey[Reuse | None]()
 FAILING = {"failed", "error", "timeout", "correctness"}
 # What an item takes when the last results do not say: a cross-strategy check runs ~7 queries.
 GUESS_S = {"check": 3.0, "case": 0.3}
@@ -54,6 +64,13 @@ def pytest_addoption(parser):
                          "(cross-strategy result checks still run)")
     group.addoption("--no-agree", action="store_true",
                     help="leave out the cross-strategy checks (a fast edit loop; the report keeps their last results)")
+    group.addoption("--fresh", action="store_true",
+                    help="run every case again, whatever the result store holds (the store is refreshed)")
+    group.addoption("--store", default=None, metavar="PATH",
+                    help="the result store's folder (default: .harness-cache beside the report folder)")
+    group.addoption("--shard", default=None, metavar="I/N",
+                    help="run the I-th of N deterministic parts of the suite (whole files, balanced by "
+                         "recorded durations); `python -m harness merge` joins the N report folders")
     group.addoption("--accept", action="store_true",
                     help="after the run, write what this Spark version observed into the scenario files "
                          "(python -m harness accept)")
@@ -88,12 +105,82 @@ def pytest_configure(config):
         master=config.getoption("spark_master"), remote=config.getoption("spark_remote"),
         spark_conf=_session_conf(config),
         plan_text=config.getoption("plan_text"), observe=config.getoption("observe"))
+    config._harness_stamp = _stamp(config)
+    config.stash[REUSE] = open_reuse(config.stash[OPTIONS], store_folder(config), config._harness_stamp,
+                                     config.getoption("fresh"), _store_warning) if _runs_scenarios(config) else None
+    config._harness_shard = _shard_option(config)
     if _reporting(config) and getattr(config.option, "xmlpath", None) is None and _runs_scenarios(config):
         # pytest's junitxml writes in place: it writes a temp file beside the target,
         # which the reporter renames into place when the run ends (see pytest_unconfigure).
         target = version_report.version_dir(config.getoption("report_dir"), version_report.installed_spark()) / "junit.xml"
         config._harness_junit = (target.with_name(f".junit.xml{TEMP_MARK}{os.getpid()}-run.tmp"), target)
         config.option.xmlpath = str(config._harness_junit[0])
+
+
+def store_folder(config) -> str:
+    return config.getoption("store") or str(Path(config.getoption("report_dir")).parent / DEFAULT_FOLDER)
+
+
+def _store_warning(message: str) -> None:
+    warnings.warn(StoreWarning(message), stacklevel=2)
+
+
+def _stamp(config) -> RunStamp:
+    """This run's stamp: made by the controller, handed to its xdist workers."""
+    given = getattr(config, "workerinput", {}).get("harness_run")
+    if given:
+        return RunStamp.from_json(json.loads(given))
+    return RunStamp(uuid.uuid4().hex[:12], dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                    socket.gethostname())
+
+
+def _shard_option(config) -> shards.Shard | None:
+    if not config.getoption("shard"):
+        return None
+    try:
+        return shards.Shard.parse(config.getoption("shard"))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _shard_durations(config) -> dict:
+    """Recorded seconds per item, read once by the controller: every worker must split
+    the suite the same way."""
+    given = getattr(config, "workerinput", {}).get("harness_durations")
+    if given is not None:
+        return json.loads(given)
+    reuse = config.stash.get(REUSE, None)
+    if not hasattr(config, "_harness_durations"):
+        config._harness_durations = reuse.store.durations(version_report.installed_spark()) if reuse else {}
+    return config._harness_durations
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """(xdist, on the controller) what every worker must share: the run's stamp, and the
+    durations a shard is balanced by."""
+    config = node.config
+    node.workerinput["harness_run"] = json.dumps(config._harness_stamp.to_json())
+    if config._harness_shard is not None:
+        node.workerinput["harness_durations"] = json.dumps(_shard_durations(config))
+
+
+def _select_shard(config, items: list) -> list:
+    """The items of this run's shard; the others are deselected."""
+    shard = config._harness_shard
+    took = _shard_durations(config)
+    costs: dict = {}
+    for item in items:
+        guess = GUESS_S["check" if isinstance(item, AgreementItem) else "case"]
+        costs[item.nodeid.split("::")[0]] = costs.get(item.nodeid.split("::")[0], 0.0) + took.get(item.name, guess)
+    owner = shards.split(costs, shard.count)
+    config._harness_split = {"index": shard.index, "count": shard.count,
+                             "split": shards.split_digest(owner, shard.count)}
+    kept = [item for item in items if owner[item.nodeid.split("::")[0]] == shard.index]
+    dropped = [item for item in items if owner[item.nodeid.split("::")[0]] != shard.index]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    return kept
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -106,6 +193,8 @@ def pytest_collection_modifyitems(session, config, items):
     re-queued whole there, the crashing item included, and the run can hang."""
     if not _runs_scenarios(config):
         return
+    if config._harness_shard is not None:
+        items[:] = _select_shard(config, items)
     took = _previous_durations(config)
     cost: dict = {}
     for item in items:
@@ -235,9 +324,13 @@ class ScenarioFile(pytest.File):
         cases = expand(scenario)
         from harness.check.runner import check_sql
         from harness.spark.session import get_session
-        session = get_session(options_of(self.config))
+        reuse = self.config.stash[REUSE]
         for checked in {id(c.scenario): c.scenario for c in cases}.values():  # a synthetic twin too
-            check_sql(session, checked)
+            if reuse is not None and reuse.sql_checked(checked):
+                continue  # the same SQL passed on this Spark and harness: no session needed
+            check_sql(get_session(options_of(self.config)), checked)
+            if reuse is not None:
+                reuse.sql_passed(checked)
         return scenario, cases
 
     def repr_failure(self, excinfo):
@@ -258,6 +351,8 @@ def _why(record: dict) -> list[str]:
 
 
 class ScenarioItem(pytest.Item):
+    kind = CASE
+
     def __init__(self, *, case, **kwargs):
         # The id from its text, as pytest reads ids back from its cache: `name[params]`
         # parsed the same way both times, so that --lf/--ff find the item again (pytest 9).
@@ -269,18 +364,34 @@ class ScenarioItem(pytest.Item):
         from harness.check.runner import run_case
         return run_case(self.case, session)
 
+    def _recall(self, reuse: Reuse):
+        return reuse.recall(self.case, self.kind)
+
     def runtest(self):
         from harness.spark.session import get_session
-        record = self._run(get_session(options_of(self.config)))
+        reuse = self.config.stash[REUSE]
+        record = self._recall(reuse) if reuse is not None else None
+        if record is None:
+            session = get_session(options_of(self.config))
+            record = self._run(session)
+            record.run = self.config._harness_stamp.to_json()
+            if reuse is not None:
+                reuse.keep(self.case, self.kind, record, session)
         # The edge: the typed record becomes JSON here, and travels to the controller.
         as_json = record.to_json()
         self.user_properties.append((RECORD_KEY, json.dumps(as_json, default=str)))
+        reused = ""
+        if record.reused:
+            reused = f" (reused: observed by {RunStamp.from_json(record.run).words()})"
+            self.user_properties.append((REUSED_KEY, RunStamp.from_json(record.run).words()))
+        if getattr(self.config, "_harness_split", None):
+            self.user_properties.append((SHARD_KEY, json.dumps(self.config._harness_split)))
         if record.status in ("skipped", "unchecked"):  # the record keeps which of the two
-            pytest.skip(record.message)
+            pytest.skip(record.message + reused)
         if record.status == "known_bug":  # reported apart: xfailed, and listed with its JIRA
-            pytest.xfail(record.message)
+            pytest.xfail(record.message + reused)
         if record.status in FAILING:
-            raise CaseFailed(f"[{record.status}] {record.message}", _why(as_json))
+            raise CaseFailed(f"[{record.status}] {record.message}{reused}", _why(as_json))
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, CaseFailed):
@@ -296,6 +407,16 @@ class ScenarioItem(pytest.Item):
 
 
 class AgreementItem(ScenarioItem):
+    kind = AGREEMENT
+
+    def _recall(self, reuse: Reuse):
+        if self.case.scenario.plan_only:  # nothing to compare, nothing to start a session for
+            from harness.check.agreement import plan_only_record
+            record = plan_only_record(self.case, reuse.stand_in())
+            record.run = self.config._harness_stamp.to_json()
+            return record
+        return super()._recall(reuse)
+
     def _run(self, session):
         from harness.check.agreement import run_agreement
         return run_agreement(self.case, session)
@@ -313,6 +434,8 @@ class HarnessReporter:
         self.lost: dict[str, str] = {}
         self.written: list[Path] = []
         self.failed_write = ""
+        self.shard: dict | None = None
+        self.pruned = 0
         self.progress = Progress(version_report.installed_spark(), config)
 
     def pytest_collection_finish(self, session):
@@ -331,6 +454,8 @@ class HarnessReporter:
                 record = json.loads(value)
                 self.records[record["case_id"]] = record
                 carried = True
+            elif key == SHARD_KEY:
+                self.shard = json.loads(value)
         if report.failed and not carried and (".yaml::" in report.nodeid or ".yml::" in report.nodeid):
             # No record came back: the worker died under the case (xdist says "crashed").
             self.lost.setdefault(report.nodeid, str(report.longrepr).strip().splitlines()[-1][:500])
@@ -341,12 +466,16 @@ class HarnessReporter:
 
     def pytest_sessionfinish(self, session, exitstatus):
         self._add_lost_records()
+        reuse = self.config.stash[REUSE]
+        if reuse is not None:
+            self.pruned = reuse.store.prune()
         if not self.records and not self.invalid:
             return
         invalid = [{"file": nodeid, "message": message} for nodeid, message in self.invalid.items()]
         report_dir = self.config.getoption("report_dir")
         try:
-            self.written = version_report.write_reports(report_dir, list(self.records.values()), invalid)
+            self.written = version_report.write_reports(report_dir, list(self.records.values()), invalid,
+                                                        shard=self.shard)
             from harness.report.merged import (
                 write_merged,  # every version's results side by side
             )
@@ -392,6 +521,24 @@ class HarnessReporter:
             elif name in checks:
                 self.records[name] = agreement.lost_record(checks[name], versions, master, why).to_json()
 
+    def _reuse_line(self) -> str:
+        """How many records were judged from stored observations, and from which runs."""
+        reuse = self.config.stash[REUSE]
+        if reuse is None or not self.records:
+            return ""
+        reused = [r["run"] for r in self.records.values() if (r.get("run") or {}).get("reused")]
+        where = f"store {reuse.store.path}"
+        if self.pruned:
+            where += f", {self.pruned} old entries pruned"
+        if not reused:
+            return f"join harness: all {len(self.records)} records observed now ({where})"
+        runs = sorted({(r["at"], r["id"], r["host"]) for r in reused})
+        origin = (f"run {runs[0][1]} at {runs[0][0]} on {runs[0][2]}" if len(runs) == 1 else
+                  f"{len(runs)} earlier runs, {runs[0][0]} … {runs[-1][0]}")
+        return (f"join harness: {len(reused)} of {len(self.records)} records reused from {origin} "
+                f"(observations judged by today's expectations); {len(self.records) - len(reused)} "
+                f"observed now ({where}; --fresh runs everything)")
+
     def pytest_terminal_summary(self, terminalreporter):
         if self.failed_write:
             terminalreporter.write_line(self.failed_write)
@@ -402,6 +549,9 @@ class HarnessReporter:
                 bug = record.get("bug") or {}
                 terminalreporter.write_line(one_line(f"  {record['case_id']}: {bug.get('id', '')} "
                                                      f"{bug.get('url', '')} ({record['file']}:{record['line']})"))
+        reuse_line = self._reuse_line()
+        if reuse_line:
+            terminalreporter.write_line(reuse_line)
         if self.written:
             terminalreporter.write_sep("-", "join harness reports")
             for path in self.written:
@@ -409,6 +559,13 @@ class HarnessReporter:
             junit = getattr(self.config, "_harness_junit", (None, None))[1]
             if junit is not None:
                 terminalreporter.write_line(f"  {junit}")
+
+
+def pytest_report_teststatus(report, config):
+    """A passing record judged from a stored observation shows as `r`, `PASSED (reused)`."""
+    if report.when == "call" and report.passed and any(k == REUSED_KEY for k, _ in report.user_properties):
+        return "passed", "r", ("PASSED (reused)", {"green": True})
+    return None
 
 
 class Progress:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import dataclass, field
 from functools import reduce
 
 from harness.check import expect
@@ -118,6 +119,30 @@ def forced_variants(case: Case, nested_loops: bool = True, hints_off: bool = Fal
     return [as_written] + [(label, {**case.join, "hints": hints}, no_auto) for label, hints in hinted]
 
 
+@dataclass
+class ForcedRuns:
+    """What the check observed: every forced run's answer or error, which failures were
+    refusals (not results), and whether nested loops were forced. Judged by `judge_agreement`."""
+    runs: list = field(default_factory=list)       # AgreementRun, in the order they ran
+    rejected: list = field(default_factory=list)   # labels of runs Spark refused, or too big to run
+    nested_loops: bool = True
+
+    def to_json(self) -> dict:
+        return {"runs": [{**run.to_json(), "error": run.error} if run.error is not None else
+                         {**run.to_json(), "shared": run.shared, "seconds": run.seconds} for run in self.runs],
+                "rejected": self.rejected, "nested_loops": self.nested_loops}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ForcedRuns":
+        runs = [AgreementRun(r["forced"], r.get("strategy"), r.get("build_side"), r.get("rows"), r.get("checksum"),
+                             r.get("error"), bool(r.get("shared")), r.get("seconds")) for r in data["runs"]]
+        return cls(runs, list(data["rejected"]), bool(data["nested_loops"]))
+
+
+def plan_only_record(case: Case, who) -> AgreementRecord:
+    return _agreement_record(case, who, "skipped", f"{PLAN_ONLY}: no results to compare", [], [], 0.0)
+
+
 def run_agreement(case: Case, session: Session) -> AgreementRecord:
     """Force every strategy Spark can apply to this join; all must agree on the answer.
     A strategy that throws while another answers is a correctness failure; a check that
@@ -127,30 +152,34 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
     them in one scope: each forced strategy's configs are set for its run only."""
     started = time.perf_counter()
     if case.scenario.plan_only:
-        return _agreement_record(case, session, "skipped", f"{PLAN_ONLY}: no results to compare", [], [], started)
+        return plan_only_record(case, session)
     cannot = session.cannot_run(case)
     if cannot:
-        return _agreement_record(case, session, "skipped", cannot, [], [], started)
+        return _agreement_record(case, session, "skipped", cannot, [], [], 0.0)
+
+    def took() -> float:
+        return time.perf_counter() - started
+
     base_conf = absolute_conf(case.spark_conf)
-    affordable = nested_loops_affordable(session, case)
+    forced = ForcedRuns(nested_loops=nested_loops_affordable(session, case))
+    runs, rejected = forced.runs, forced.rejected
     deadline = started + case.scenario.timeout  # one budget for all the forced runs
     hints_off = spark_version(session.versions["spark"]) >= spark_version("3.1")
-    variants = forced_variants(case, nested_loops=affordable, hints_off=hints_off,
+    variants = forced_variants(case, nested_loops=forced.nested_loops, hints_off=hints_off,
                                partitions=forced_partitions(session))
-    runs, rejected = [], []
     if "stream" in case.scenario.data:
         # The stream-stream join as written against every batch strategy over the same tables.
         variants = [v for v in variants if v[0] != AS_WRITTEN]
         if not _stream_run(case, session, base_conf, deadline, runs, rejected):
             return _agreement_record(case, session, "timeout", f"forced {AS_WRITTEN}: "
-                                     f"{timeout_error(case, session).message}", runs, [], started)
+                                     f"{timeout_error(case, session).message}", runs, [], took())
     with session.case_scope(max(deadline - time.perf_counter(), 0.01)) as scope:
         try:
             tables = prepare_inputs(session, scope, case, base_conf)
         except Exception as exc:  # no strategy can run without its inputs
             if scope.timed_out.is_set():
                 return _agreement_record(case, session, "timeout", timeout_error(case, session).message, runs, [],
-                                         started)
+                                         took())
             err = describe_error(exc)
             for label, _, _ in variants:
                 runs.append(AgreementRun(label, error=f"{err.cls}: {err.message}"))
@@ -164,21 +193,29 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
             except Exception as exc:
                 if scope.timed_out.is_set():
                     message = f"forced {label}: {timeout_error(case, session).message}"
-                    return _agreement_record(case, session, "timeout", message, runs, [], started)
+                    return _agreement_record(case, session, "timeout", message, runs, [], took())
                 _failed_run(label, exc, runs, rejected)
                 continue
-            if not affordable and ran.strategy in NESTED_LOOP_OPERATORS and label != AS_WRITTEN:
+            if not forced.nested_loops and ran.strategy in NESTED_LOOP_OPERATORS and label != AS_WRITTEN:
                 continue
             runs.append(AgreementRun(label, ran.strategy, ran.build_side, ran.rows, ran.checksum, shared=ran.shared,
                                      seconds=time.perf_counter() - run_started))
-    status, message = _verdict(runs, rejected, affordable)
-    shared = sum(1 for run in runs if run.shared)
+    return judge_agreement(case, session, forced, took())
+
+
+def judge_agreement(case: Case, who, forced: ForcedRuns, seconds: float) -> AgreementRecord:
+    """The verdict on forced runs (just made, or stored by harness.store), with the
+    scenario's known bug as it reads now."""
+    status, message = _verdict(forced.runs, forced.rejected, forced.nested_loops)
+    shared = sum(1 for run in forced.runs if run.shared)
     if shared:  # the same physical query under the same configs already ran in this worker
         message += f" ({shared} answer{'s' if shared > 1 else ''} shared with an identical plan run before)"
-    version = session.versions["spark"]
-    status, message = expect.bug_verdict(expect.bug_in_force(case, version, session.deployment), status, message,
+    version = who.versions["spark"]
+    status, message = expect.bug_verdict(expect.bug_in_force(case, version, who.deployment), status, message,
                                          version, case_item=False)
-    return _agreement_record(case, session, status, message, runs, _strategies(runs), started)
+    record = _agreement_record(case, who, status, message, forced.runs, _strategies(forced.runs), seconds)
+    record.forced = forced
+    return record
 
 
 def _failed_run(label: str, exc: Exception, runs: list, rejected: list) -> None:
@@ -237,13 +274,13 @@ def _verdict(runs: list, rejected: list, nested_loops: bool) -> tuple[str, str]:
     return "passed", f"{len(answered)} runs over {len(strategies)} strategies agree"
 
 
-def _agreement_record(case, session, status, message, runs, strategies, started) -> AgreementRecord:
+def _agreement_record(case, session, status, message, runs, strategies, seconds: float) -> AgreementRecord:
     return AgreementRecord(
         identity=_identity(case, session), case_id=agreement_id(case), label=agreement_label(case),
         params={k: v for k, v in case.params.items() if k == "join_type"},
         description=f"results agree across strategies: {case.scenario.data['description']}",
         status=status, message=message, runs=runs, strategies=[f"{s} ({b})" for s, b in strategies],
-        timings={"total_s": round(time.perf_counter() - started, 4)})
+        timings={"total_s": round(seconds, 4)})
 
 
 def agreement_label(case: Case) -> str:
@@ -269,5 +306,4 @@ def agreement_representatives(cases: list[Case]) -> list[Case]:
 
 def lost_record(case: Case, versions: dict, master: str | None, message: str) -> AgreementRecord:
     """The record of an agreement item whose worker process died under it."""
-    return _agreement_record(case, absent_session(versions, master), "error", one_line(message), [], [],
-                             time.perf_counter())
+    return _agreement_record(case, absent_session(versions, master), "error", one_line(message), [], [], 0.0)

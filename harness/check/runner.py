@@ -302,10 +302,22 @@ def capture(session: Session, case: Case, execute: bool, collect_rows: bool) -> 
     return observed, plan_objects
 
 
+def expectations(case: Case, spark: str, deployment: str, observe: bool) -> dict:
+    """The expectations in force for the case on this Spark version and deployment; a
+    survey (`--observe`) keeps only what says which plan to read."""
+    expected = expect.resolve(case, spark, deployment)
+    return {"plan": expected["plan"]} if observe else expected
+
+
+def observation_needs(case: Case, expected: dict) -> dict:
+    """What the expectations in force make a run observe beyond the plans: the only part
+    of them that changes an observation (harness.store keys by it)."""
+    return {"execute": not case.scenario.plan_only and expect.executes(expected),
+            "result_rows": "result_rows" in expected, "operators": _wants_operators(case)}
+
+
 def run_case(case: Case, session: Session) -> dict:
-    expected = expect.resolve(case, session.versions["spark"], session.deployment)
-    if session.options.observe:  # a survey: record, do not check
-        expected = {"plan": expected["plan"]}
+    expected = expectations(case, session.versions["spark"], session.deployment, session.options.observe)
     started = time.perf_counter()
     cannot = session.cannot_run(case)
     if cannot:  # this deployment cannot run it at all: said, never passed
@@ -313,8 +325,8 @@ def run_case(case: Case, session: Session) -> dict:
         record.status, record.message = "skipped", cannot
         return record
     executors_before = session.cluster_shape if session.deployment == "cluster" else None
-    execute = not case.scenario.plan_only and expect.executes(expected)
-    observed, plan_objects = capture(session, case, collect_rows="result_rows" in expected, execute=execute)
+    needs = observation_needs(case, expected)
+    observed, plan_objects = capture(session, case, collect_rows=needs["result_rows"], execute=needs["execute"])
     if case.scenario.plan_only:
         observed.final_not_applicable = PLAN_ONLY
     record = make_record(case, session, expected, observed, time.perf_counter() - started)
@@ -400,10 +412,19 @@ def _with_prediction(expected: dict, judged: dict | None) -> dict:
     return {**expected, "strategy": judged["strategy"], "build_side": judged["build_side"]}
 
 
-def absent_session(versions: dict, master: str | None):
-    """What a record needs of a session, for records the controller makes itself."""
+def judge_case(case: Case, who, observed: Observation, total_s: float) -> CaseRecord:
+    """The record of an observation made earlier (harness.store), judged by the
+    expectations in force now."""
+    expected = expectations(case, who.versions["spark"], who.deployment, who.options.observe)
+    return make_record(case, who, expected, observed, total_s)
+
+
+def absent_session(versions: dict, master: str | None, cluster: dict | None = None, observe: bool = False):
+    """What a record needs of a session, for records made without one: by the controller
+    for a lost worker, or from a stored observation."""
     from types import SimpleNamespace
-    return SimpleNamespace(versions=versions, master=master, abandoned=None)
+    return SimpleNamespace(versions=versions, master=master, abandoned=None, cluster_shape=cluster,
+                           deployment=deployment(master), options=SimpleNamespace(observe=observe))
 
 
 def lost_record(case: Case, versions: dict, master: str | None, message: str) -> CaseRecord:
@@ -411,8 +432,7 @@ def lost_record(case: Case, versions: dict, master: str | None, message: str) ->
     stand_in = absent_session(versions, master)
     message = one_line(message)
     observed = Observation(warnings=[], error=SparkError("WorkerLost", message))
-    expected = expect.resolve(case, versions["spark"], deployment(master))
-    record = make_record(case, stand_in, expected, observed, 0.0)
+    record = judge_case(case, stand_in, observed, 0.0)
     record.status, record.message = "error", message
     return record
 

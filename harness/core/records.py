@@ -153,13 +153,20 @@ class ItemRecord:
     description: str
     status: str
     message: str
+    # Which run observed what this record judges: {id, at, host}; `reused` when an earlier
+    # run's observation was judged now (harness.store), with that run's stamp.
+    run: Optional[dict] = None
+    reused: bool = False
 
     kind = "item"
 
     def _head(self) -> dict:
-        return {**self.identity.to_json(), "kind": self.kind, "case_id": self.case_id, "label": self.label,
+        head = {**self.identity.to_json(), "kind": self.kind, "case_id": self.case_id, "label": self.label,
                 "params": self.params, "description": self.description, "status": self.status,
                 "message": self.message}
+        if self.run is not None:
+            head["run"] = {**self.run, "reused": self.reused}
+        return head
 
 
 @dataclass
@@ -203,6 +210,7 @@ class AgreementRecord(ItemRecord):
     runs: list = field(default_factory=list)         # AgreementRun, in the order they ran
     strategies: list = field(default_factory=list)   # "Strategy (build side)" that answered
     timings: dict = field(default_factory=dict)
+    forced: Any = None   # the observation judged (harness.check.agreement.ForcedRuns): stored, not reported
 
     kind = "agreement"
 

@@ -62,7 +62,14 @@ def _cell(record: dict, folder: str) -> dict:
             "rows": observed.get("rows"), "message": record.get("message", "")[:300],
             "error": (observed.get("error") or {}).get("class", ""), "detail": _detail(record, folder),
             "drift": bool((record.get("model") or {}).get("drift")),
+            "reused": _reused_from(record),
             "bug": (record.get("bug") or {}).get("id", "") if record["status"] == "known_bug" else ""}
+
+
+def _reused_from(record: dict) -> str:
+    """"run … at … on …" for a record judged from an earlier run's observation, else ""."""
+    run = record.get("run") or {}
+    return f"run {run['id']} at {run['at']} on {run['host']}" if run.get("reused") else ""
 
 
 def _agreement_label(record: dict) -> str:
@@ -143,6 +150,7 @@ def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None) -
                    "model": doc["summary"].get("model") or {},
                    "master": doc.get("master") or "", "shape": doc.get("cluster") or {},
                    "seconds": round(doc["summary"]["total_case_seconds"], 1), "java": doc["versions"]["java"],
+                   "reused": doc["summary"].get("reused", 0), "items": len(doc["cases"]),
                    "python": doc["versions"]["python"]} for v, doc in results.items()}
     upgrades = {}
     for i, old in enumerate(versions):

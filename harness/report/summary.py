@@ -41,6 +41,7 @@ def markdown(results: dict, previous: tuple[str, dict] | None = None) -> str:
              f"{summary['cases']} cases and {summary['agreement_checks']} cross-strategy checks on "
              f"{_escape(results.get('master') or '')} (Java {_escape(results['versions']['java'])}), "
              f"{summary['total_case_seconds']:.0f} s in cases.",
+             *_reuse_lines(results),
              "",
              "| status | items |", "|---|---:|"]
     lines += [f"| {_escape(status.replace('_', ' '))} | {count} |" for status, count in summary["by_status"].items()]
@@ -57,6 +58,21 @@ def markdown(results: dict, previous: tuple[str, dict] | None = None) -> str:
     if previous is not None:
         lines += ["", *_changes(previous, version, results)]
     return "\n".join(lines) + "\n"
+
+
+def _reuse_lines(results: dict) -> list[str]:
+    """How much of the run was judged from stored observations, and from which runs."""
+    reused = [r["run"] for r in results["cases"] if (r.get("run") or {}).get("reused")]
+    lines = []
+    if results.get("shard"):
+        lines.append(f"Shard {results['shard']['index']}/{results['shard']['count']} of the suite.")
+    if not reused:
+        return lines
+    runs = sorted({(r["at"], r["id"], r["host"]) for r in reused})
+    origin = ", ".join(f"run {_escape(i)} at {_escape(at)} on {_escape(host)}" for at, i, host in runs[:5])
+    more = f" and {len(runs) - 5} more runs" if len(runs) > 5 else ""
+    return lines + [f"{len(reused)} of {len(results['cases'])} items reused (observed by {origin}{more}; "
+                    "judged by today's expectations)."]
 
 
 def _changes(previous: tuple[str, dict], version: str, results: dict) -> list[str]:

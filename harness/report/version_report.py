@@ -15,6 +15,7 @@ from pathlib import Path
 import jsonschema
 from markupsafe import Markup, escape
 
+import harness
 from harness.core.files import atomic_write_text, remove_stale_temps
 from harness.core.records import NOT_RUN
 from harness.report.pages import jinja_env, script_json
@@ -60,6 +61,7 @@ def summarize(records: list[dict], invalid: list[dict]) -> dict:
         "by_status": dict(sorted(statuses.items(), key=lambda kv: STATUS_ORDER.get(kv[0], 99))),
         "by_strategy": dict(strategies.most_common()),
         "total_case_seconds": round(sum(r["timings"]["total_s"] for r in records), 3),
+        "reused": sum(1 for r in records if (r.get("run") or {}).get("reused")),
         "model": model_agreement(records),
     }
 
@@ -94,12 +96,15 @@ def model_agreement(records: list[dict]) -> dict:
             "final_not_predicted": sum(1 for r in judged if r["observed"].get("final") and "final_agrees" not in r["model"])}
 
 
-def build_results(records: list[dict], invalid: list[dict]) -> dict:
+def build_results(records: list[dict], invalid: list[dict], shard: dict | None = None) -> dict:
     records = sorted(records, key=lambda r: (STATUS_ORDER.get(r["status"], 99), r["file"], r["case_id"]))
     versions = records[0]["versions"] if records else {"spark": installed_spark(), "java": "unknown",
                                                        "python": platform.python_version()}
+    extra = {"shard": shard} if shard else {}
     return {
         "schema_version": RESULTS_SCHEMA_VERSION,
+        "harness": {"release": harness.__version__},
+        **extra,
         "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": versions,
         "master": records[0]["master"] if records else None,
@@ -160,22 +165,29 @@ def breakable(text) -> Markup:
     return Markup(re.sub(r"(?<=[a-z])(?=[A-Z])", "<wbr>", escaped))
 
 
-def write_reports(report_dir: str | os.PathLike, records: list[dict], invalid: list[dict]) -> list[Path]:
+def write_reports(report_dir: str | os.PathLike, records: list[dict], invalid: list[dict], shard: dict | None = None,
+                  keep_previous: bool = True) -> list[Path]:
     """Write this run's records into reports/<version>/ under a lock, keeping the records
-    of cases this run did not run (a partial or concurrent run never erases results)."""
+    of cases this run did not run (a partial or concurrent run never erases results);
+    `keep_previous=False` (a merge) writes exactly the records given."""
     version = records[0]["versions"]["spark"] if records else installed_spark()
     target = version_dir(report_dir, version)
     json_path, html_path = target / "results.json", target / "index.html"
     with folder_lock(target):
         remove_stale_temps(target)
         ran_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        records = [{**r, "ran_at": r.get("ran_at") or ran_at} for r in records]
-        kept, kept_invalid = _kept_from_previous(json_path, records, invalid)
-        results = build_results(records + kept, invalid + kept_invalid)
+        records = [{**r, "ran_at": r.get("ran_at") or _observed_at(r) or ran_at} for r in records]
+        kept, kept_invalid = _kept_from_previous(json_path, records, invalid) if keep_previous else ([], [])
+        results = build_results(records + kept, invalid + kept_invalid, shard)
         validate_results(results)
         atomic_write_text(json_path, json.dumps(results, indent=1, default=str))
         atomic_write_text(html_path, render_html(results))
     return [json_path, html_path]
+
+
+def _observed_at(record: dict) -> str | None:
+    """When the run that observed the record started (an earlier one for a reused record)."""
+    return (record.get("run") or {}).get("at")
 
 
 @contextlib.contextmanager

@@ -1,0 +1,134 @@
+"""What an observation depends on, as one digest: the scenario minus what only judges it
+(description, tags, bug, expect), the case's matrix entry, the Faker pools it reads, the
+harness's own source, the PySpark, Java and Python versions, and the run options that
+change what is observed. Two runs with the same digest observe the same thing."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import harness
+from harness.core.options import RunOptions
+from harness.scenario.model import Case, Scenario
+
+# Bumped when what an entry holds changes shape: older entries are then ignored.
+STORE_FORMAT = 1
+# Top-level scenario keys that only judge what was observed: editing them re-judges.
+JUDGING_KEYS = ("description", "tags", "bug", "expect")
+HARNESS_DIR = Path(harness.__file__).resolve().parent
+
+
+def digest(value) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def harness_source() -> str:
+    """One digest of every file of the harness package: any change re-runs everything."""
+    hasher = hashlib.sha256()
+    for path in sorted(HARNESS_DIR.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            hasher.update(path.relative_to(HARNESS_DIR).as_posix().encode() + b"\0")
+            hasher.update(path.read_bytes() + b"\0")
+    return hasher.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def java_version() -> str:
+    """The Java a session here would start, without starting it: JAVA_HOME's (as PySpark's
+    launcher picks it), else the `java` on PATH; read from the runtime's `release` file,
+    else asked of the binary."""
+    home = os.environ.get("JAVA_HOME")
+    binary = Path(home, "bin", "java") if home else (Path(shutil.which("java")).resolve() if shutil.which("java") else None)
+    if binary is None:
+        return "none"
+    release = binary.parent.parent / "release"
+    try:
+        found = re.search(r'^JAVA_VERSION="([^"]+)"', release.read_text(encoding="utf-8", errors="replace"), re.M)
+        if found:
+            return found.group(1)
+    except OSError:
+        pass
+    try:
+        done = subprocess.run([str(binary), "-XshowSettings:properties", "-version"], capture_output=True,
+                              text=True, timeout=30)
+        found = re.search(r"java\.version = (\S+)", done.stderr)
+        return found.group(1) if found else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def installed_pyspark() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("pyspark")
+    except PackageNotFoundError:
+        return "none"
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What every key of a run shares: versions, harness source, observing options."""
+    spark: str
+    java: str
+    python: str
+    faker: str
+    harness: str
+    session: str   # digest of the session and observing options
+
+    @classmethod
+    def of(cls, options: RunOptions) -> "Environment":
+        from harness.spark.datagen import faker_version
+        observing = {"master": options.master, "remote": options.remote, "spark_conf": options.spark_conf,
+                     "plan_text": options.plan_text, "observe": options.observe,
+                     "driver_memory": options.driver_memory, "driver_jvm_flags": options.driver_jvm_flags}
+        return cls(spark=installed_pyspark(), java=java_version(), python=platform.python_version(),
+                   faker=faker_version(), harness=harness_source(), session=digest(observing))
+
+
+def observed_content(scenario: Scenario) -> dict:
+    """The scenario as far as it shapes what Spark does (its judging keys left out)."""
+    return {key: value for key, value in scenario.data.items() if key not in JUDGING_KEYS}
+
+
+def faker_pools(scenario: Scenario) -> list:
+    """(pool arguments, digest of its values) of every Faker column the scenario reads:
+    the pools come from a disk cache that another Faker could have filled."""
+    from harness.spark import datagen
+    pools = []
+    for table, spec in sorted(scenario.data["tables"].items()):
+        for name, column in sorted((spec.get("columns") or {}).items()):
+            args = datagen.faker_pool_args(scenario.seed, table, name, column) if isinstance(column, dict) else None
+            if args is not None:
+                try:
+                    pools.append([list(args), digest(list(datagen.faker_pool(*args)))])
+                except Exception as exc:  # the case will say why; the key only needs to differ
+                    pools.append([list(args), f"unavailable: {type(exc).__name__}"])
+    return pools
+
+
+def case_key(case: Case, kind: str, env: Environment, needs: dict) -> str:
+    """The key of one item's observation: `kind` is `case` or `agreement`; `needs` what the
+    expectations in force make the run observe (execution, result rows, operator counts)."""
+    return digest({
+        "format": STORE_FORMAT, "kind": kind, "env": env.__dict__,
+        "scenario": observed_content(case.scenario), "twin_of": case.scenario.twin_of,
+        "pools": faker_pools(case.scenario),
+        "case": {"id": case.case_id, "params": case.params, "join": case.join, "conf": case.spark_conf},
+        "needs": needs})
+
+
+def sql_check_key(scenario: Scenario, env: Environment) -> str:
+    """The key of the SQL guard's verdict on a scenario: its SQL is judged by Spark's
+    analyser of that version, with the harness's rules."""
+    return digest({"format": STORE_FORMAT, "kind": "sql-check", "env": env.__dict__, "scenario": scenario.data,
+                   "twin_of": scenario.twin_of})

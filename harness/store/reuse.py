@@ -1,0 +1,106 @@
+"""Reuse: an item's observation is looked up by its key before any Spark work; found, it
+is judged by today's expectations (harness.check) and marked with the run that observed
+it; not found, the item runs and its observation is kept. A record judged `error` or
+`timeout` is never taken from the store: that item runs again."""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Optional
+
+from harness.check import agreement, runner
+from harness.core.options import RunOptions
+from harness.core.records import AgreementRecord, CaseRecord, ItemRecord, Observation
+from harness.scenario.model import Case, Scenario
+from harness.store import fingerprint
+from harness.store.results_store import ResultStore, RunStamp
+
+CASE, AGREEMENT = "case", "agreement"
+NEVER_REUSED = ("error", "timeout")
+# Errors that say something went wrong around the query rather than what Spark does with it.
+NOT_KEPT_ERRORS = ("Timeout", "WorkerLost", "ScenarioError")
+
+
+class Reuse:
+    """One process's view of the store for a run: keys, recall, keeping."""
+
+    def __init__(self, options: RunOptions, store: ResultStore, stamp: RunStamp, fresh: bool = False):
+        self.options = options
+        self.store = store
+        self.stamp = stamp
+        self.fresh = fresh
+
+    @functools.cached_property
+    def env(self) -> fingerprint.Environment:
+        return fingerprint.Environment.of(self.options)
+
+    def key(self, case: Case, kind: str) -> str:
+        needs = {}
+        if kind == CASE:
+            expected = runner.expectations(case, self.env.spark, self.options.deployment, self.options.observe)
+            needs = runner.observation_needs(case, expected)
+        return fingerprint.case_key(case, kind, self.env, needs)
+
+    def recall(self, case: Case, kind: str) -> Optional[ItemRecord]:
+        """The item's record judged from a stored observation, or None: it must run."""
+        if self.fresh:
+            return None
+        stored = self.store.get(self.key(case, kind))
+        if stored is None:
+            return None
+        try:
+            who = runner.absent_session(stored.payload["versions"], stored.payload["master"],
+                                        stored.payload.get("cluster"), self.options.observe)
+            if kind == CASE:
+                record = runner.judge_case(case, who, Observation.from_json(stored.payload["observed"]),
+                                           stored.seconds)
+            else:
+                record = agreement.judge_agreement(case, who, agreement.ForcedRuns.from_json(stored.payload["forced"]),
+                                                   stored.seconds)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            self.store.warn(f"join harness: store entry for {case.case_id} ignored (unreadable: "
+                            f"{type(exc).__name__}); the case runs again")
+            return None
+        if record.status in NEVER_REUSED:
+            return None
+        record.run, record.reused = stored.stamp.to_json(), True
+        return record
+
+    def keep(self, case: Case, kind: str, record: ItemRecord, session) -> None:
+        """Store what the item observed (not a timeout, a lost worker, a refused scenario)."""
+        record.run = self.stamp.to_json()
+        if record.status == "timeout":
+            return
+        payload = {"versions": session.versions, "master": session.master,
+                   "cluster": getattr(session, "cluster_shape", None)}
+        if isinstance(record, CaseRecord):
+            error = record.observed.error
+            if error is not None and error.cls in NOT_KEPT_ERRORS:
+                return
+            payload["observed"] = record.observed.to_json()
+        elif isinstance(record, AgreementRecord) and record.forced is not None:
+            payload["forced"] = record.forced.to_json()
+        else:
+            return  # skipped before anything was observed
+        self.store.put(self.key(case, kind), kind, record.case_id, self.env.spark, payload, self.stamp,
+                       record.timings.get("total_s", 0.0))
+
+    def stand_in(self):
+        """A record's view of this run's session, without starting one."""
+        versions = {"spark": self.env.spark, "java": self.env.java, "python": self.env.python}
+        return runner.absent_session(versions, self.options.master, None, self.options.observe)
+
+    def sql_checked(self, scenario: Scenario) -> bool:
+        """The scenario's SQL passed the guard on this Spark and harness before."""
+        return not self.fresh and self.store.get(fingerprint.sql_check_key(scenario, self.env)) is not None
+
+    def sql_passed(self, scenario: Scenario) -> None:
+        self.store.put(fingerprint.sql_check_key(scenario, self.env), "sql-check", scenario.id, self.env.spark,
+                       {"passed": True}, self.stamp, 0.0)
+
+
+def open_reuse(options: RunOptions, folder: str, stamp: RunStamp, fresh: bool,
+               warn: Callable[[str], None]) -> Optional[Reuse]:
+    """None for Spark Connect: a server's Spark and Java are only known by asking it."""
+    if options.remote:
+        return None
+    return Reuse(options, ResultStore(folder, warn), stamp, fresh)
