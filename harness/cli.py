@@ -1,4 +1,4 @@
-"""Command line: `python -m harness diff|matrix|accept|explain|capture|baseline|cluster-test|connect-test`
+"""Command line: `python -m harness diff|matrix|merge|accept|explain|capture|baseline|cluster-test|connect-test`
 (see --help of each). Thin: each command parses its arguments and calls its stage."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = root.add_subparsers(dest="command", required=True)
     for add in (_diff_parser, _matrix_parser, _accept_parser, _explain_parser, _connect_parser, _cluster_parser,
-                _capture_parser, _baseline_parser):
+                _capture_parser, _baseline_parser, _merge_parser):
         add(commands)
     return root
 
@@ -103,6 +103,17 @@ def _baseline_parser(commands) -> None:
     baseline.add_argument("--out", default=None, help="write the baseline JSON here (default: print it)")
 
 
+def _merge_parser(commands) -> None:
+    merge = commands.add_parser("merge", help="merge report folders made anywhere (per version, or shards) into one")
+    merge.add_argument("folders", nargs="+", help="report folders (each with <version>/results.json) or version folders")
+    merge.add_argument("--into", default="reports", help="the merged report folder (default: reports)")
+
+
+def _merge(args, root) -> int:
+    from harness.report import merge
+    return merge.main(args.folders, args.into)
+
+
 def _baseline(args, root) -> int:
     from harness.capturing import event_log
     return event_log.main(args.path, args.out)
@@ -187,4 +198,4 @@ def _scale(text: str) -> float:
 
 
 COMMANDS = {"diff": _diff, "matrix": _matrix, "accept": _accept, "explain": _explain, "connect-test": _connect_test,
-            "cluster-test": _cluster_test, "capture": _capture, "baseline": _baseline}
+            "cluster-test": _cluster_test, "capture": _capture, "baseline": _baseline, "merge": _merge}

@@ -143,37 +143,29 @@ def _shard_option(config) -> shards.Shard | None:
         raise pytest.UsageError(str(exc)) from None
 
 
-def _shard_durations(config) -> dict:
-    """Recorded seconds per item, read once by the controller: every worker must split
-    the suite the same way."""
-    given = getattr(config, "workerinput", {}).get("harness_durations")
-    if given is not None:
-        return json.loads(given)
-    reuse = config.stash.get(REUSE, None)
-    if not hasattr(config, "_harness_durations"):
-        config._harness_durations = reuse.store.durations(version_report.installed_spark()) if reuse else {}
-    return config._harness_durations
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
-    """(xdist, on the controller) what every worker must share: the run's stamp, and the
-    durations a shard is balanced by."""
-    config = node.config
-    node.workerinput["harness_run"] = json.dumps(config._harness_stamp.to_json())
-    if config._harness_shard is not None:
-        node.workerinput["harness_durations"] = json.dumps(_shard_durations(config))
+    """(xdist, on the controller) what every worker must share: the run's stamp."""
+    node.workerinput["harness_run"] = json.dumps(node.config._harness_stamp.to_json())
 
 
 def _select_shard(config, items: list) -> list:
-    """The items of this run's shard; the others are deselected."""
+    """The items of this run's shard; the others are deselected. Balanced by the
+    durations the store holds; the first shard to start writes its split into the store
+    and the others (and every xdist worker) take that one."""
     shard = config._harness_shard
-    took = _shard_durations(config)
+    reuse = config.stash[REUSE]
+    spark = version_report.installed_spark()
+    took = reuse.store.durations(spark) if reuse is not None else {}
     costs: dict = {}
     for item in items:
         guess = GUESS_S["check" if isinstance(item, AgreementItem) else "case"]
-        costs[item.nodeid.split("::")[0]] = costs.get(item.nodeid.split("::")[0], 0.0) + took.get(item.name, guess)
+        file = item.nodeid.split("::")[0]
+        costs[file] = costs.get(file, 0.0) + took.get(item.name, guess)
     owner = shards.split(costs, shard.count)
+    if reuse is not None:
+        key = shards.split_digest({item.nodeid: 0 for item in items}, shard.count) + spark
+        owner = reuse.store.agreed_split(key, owner)
     config._harness_split = {"index": shard.index, "count": shard.count,
                              "split": shards.split_digest(owner, shard.count)}
     kept = [item for item in items if owner[item.nodeid.split("::")[0]] == shard.index]

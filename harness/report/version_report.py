@@ -166,11 +166,11 @@ def breakable(text) -> Markup:
 
 
 def write_reports(report_dir: str | os.PathLike, records: list[dict], invalid: list[dict], shard: dict | None = None,
-                  keep_previous: bool = True) -> list[Path]:
+                  keep_previous: bool = True, version: str | None = None) -> list[Path]:
     """Write this run's records into reports/<version>/ under a lock, keeping the records
     of cases this run did not run (a partial or concurrent run never erases results);
     `keep_previous=False` (a merge) writes exactly the records given."""
-    version = records[0]["versions"]["spark"] if records else installed_spark()
+    version = version or (records[0]["versions"]["spark"] if records else installed_spark())
     target = version_dir(report_dir, version)
     json_path, html_path = target / "results.json", target / "index.html"
     with folder_lock(target):

@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS entries (
     bytes INTEGER NOT NULL, used_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS entries_used ON entries (used_at);
 CREATE INDEX IF NOT EXISTS entries_case ON entries (spark, case_id);
+CREATE TABLE IF NOT EXISTS splits (key TEXT PRIMARY KEY, owner TEXT NOT NULL, made_at REAL NOT NULL);
 """
 
 
@@ -162,6 +163,21 @@ class ResultStore:
         except sqlite3.Error:
             return {}
 
+    def agreed_split(self, key: str, owner: dict) -> dict:
+        """The split of these items into shards that the first shard to start wrote (this
+        one, if it is the first): shards run one after another, or at once, against one
+        store cut the suite the same way, although each run adds durations."""
+        db = self._db()
+        if db is None:
+            return owner
+        try:
+            db.execute("INSERT OR IGNORE INTO splits VALUES (?, ?, ?)", (key, json.dumps(owner), time.time()))
+            row = db.execute("SELECT owner FROM splits WHERE key = ?", (key,)).fetchone()
+            agreed = json.loads(row[0])
+            return agreed if isinstance(agreed, dict) and agreed.keys() == owner.keys() else owner
+        except (sqlite3.Error, ValueError, TypeError):
+            return owner
+
     def prune(self, max_bytes: int = MAX_BYTES, max_age_days: float = MAX_AGE_DAYS) -> int:
         """Drop entries unused for `max_age_days`, then the least recently used until the
         payloads fit in `max_bytes`; the number of entries dropped."""
@@ -169,8 +185,9 @@ class ResultStore:
         if db is None:
             return 0
         try:
-            dropped = db.execute("DELETE FROM entries WHERE used_at < ?",
-                                 (time.time() - max_age_days * 86400,)).rowcount
+            old = time.time() - max_age_days * 86400
+            db.execute("DELETE FROM splits WHERE made_at < ?", (old,))
+            dropped = db.execute("DELETE FROM entries WHERE used_at < ?", (old,)).rowcount
             total = db.execute("SELECT COALESCE(SUM(bytes), 0) FROM entries").fetchone()[0]
             if total > max_bytes:
                 kept, cut = 0, None
