@@ -4,8 +4,12 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 WORKERS ?= 2
 PYTEST := $(PY) -m pytest
+# `-n auto` with this many workers; none at all when the result store holds every
+# observation the run needs (harness.plugin.pytest_xdist_auto_num_workers)
+SCENARIO_WORKERS := -n auto
+export PYTEST_XDIST_AUTO_NUM_WORKERS = $(WORKERS)
 
-.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix matrix accept diff cluster-test connect-test test-browser clean
+.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix matrix merge accept diff cluster-test connect-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -18,11 +22,14 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 ## run every scenario on the installed PySpark; writes reports/<spark-version>/
-## (MASTER=spark://host:7077 runs them on that cluster; CONF=spark-defaults-style file)
+## (MASTER=spark://host:7077 runs them on that cluster; CONF=spark-defaults-style file;
+## what the result store .harness-cache/ holds is judged again, not run: FRESH=1 runs all;
+## STORE=DIR another store; SHARD=I/N one part of the suite)
+STORE_ARGS = $(if $(FRESH),--fresh) $(if $(STORE),--store $(STORE)) $(if $(SHARD),--shard $(SHARD))
 run: env
-	$(PYTEST) scenarios -n $(WORKERS) -q $(if $(MASTER),--spark-master $(MASTER) --report-dir reports/cluster) \
+	$(PYTEST) scenarios $(SCENARIO_WORKERS) -q $(if $(MASTER),--spark-master $(MASTER) --report-dir reports/cluster) \
 		$(if $(REMOTE),--spark-remote $(REMOTE) --report-dir reports/connect) \
-		$(if $(CONF),--spark-conf-file $(CONF)) || [ $$? -eq 1 ]
+		$(if $(CONF),--spark-conf-file $(CONF)) $(STORE_ARGS) || [ $$? -eq 1 ]
 
 ## the project's own tests, the documentation build, then the scenario suite (must all pass)
 test: env unit docs scenarios
@@ -35,7 +42,7 @@ docs: env
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 scenarios: env
-	$(PYTEST) scenarios -n $(WORKERS) -q
+	$(PYTEST) scenarios $(SCENARIO_WORKERS) -q $(STORE_ARGS)
 
 bench: env
 	$(PY) bench/bench.py
@@ -49,9 +56,15 @@ bench-grid: env
 bench-matrix: env
 	$(PY) bench/bench_matrix.py $(VERSIONS) $(if $(BASELINE),--baseline $(BASELINE))
 
-## the suite on several Spark versions (VERSIONS="3.4.4 4.3.0"; default: 3.0 ... 4.3)
+## the suite on several Spark versions (VERSIONS="3.4.4 4.3.0"; default: 3.0 ... 4.3);
+## JOBS=N runs N versions side by side (each with WORKERS workers); FRESH, STORE, SHARD as for run
 matrix: env
-	$(PY) -m harness matrix $(VERSIONS) $(if $(OBSERVE),--observe) $(if $(MASTER),--spark-master $(MASTER))
+	$(PY) -m harness matrix $(VERSIONS) --workers $(WORKERS) $(if $(JOBS),--jobs $(JOBS)) $(if $(OBSERVE),--observe) \
+		$(if $(MASTER),--spark-master $(MASTER)) $(STORE_ARGS)
+
+## report folders made elsewhere (per version, or the shards of one) into reports/: make merge DIRS="a b"
+merge: env
+	$(PY) -m harness merge $(DIRS) --into reports
 
 ## a standalone cluster (master + 2 workers on loopback) from the installed PySpark: the
 ## suite on it, compared with local mode; the cluster is stopped whatever happens (K= filters)

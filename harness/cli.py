@@ -48,6 +48,13 @@ def _matrix_parser(commands) -> None:
                         help="survey: record what each version does without checking expectations")
     matrix.add_argument("--spark-master", default=None,
                         help="run every version against this master (it must run a matching Spark)")
+    matrix.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="versions run side by side, each with its own --workers (default: 1)")
+    matrix.add_argument("--fresh", action="store_true", help="run every case again, whatever the result store holds")
+    matrix.add_argument("--store", default=None, metavar="PATH",
+                        help="the result store's folder (default: .harness-cache beside the report folder)")
+    matrix.add_argument("--shard", default=None, metavar="I/N",
+                        help="run the I-th of N parts of the suite on every version (merge the N report folders)")
 
 
 def _accept_parser(commands) -> None:
@@ -145,9 +152,16 @@ def _accept(args, root) -> int:
 
 def _matrix(args, root) -> int:
     from harness.deploy import matrix
-    extra = _with_k(args) + (["--observe"] if args.observe else []) \
-        + (["--spark-master", args.spark_master] if args.spark_master else [])
-    return matrix.main(args.versions, args.report_dir, args.workers, extra)
+    from harness.store.shards import Shard
+    if args.shard:
+        try:
+            Shard.parse(args.shard)
+        except ValueError as exc:
+            root.error(str(exc))
+    extra = _with_k(args) + (["--observe"] if args.observe else []) + (["--fresh"] if args.fresh else []) \
+        + (["--spark-master", args.spark_master] if args.spark_master else []) \
+        + (["--shard", args.shard] if args.shard else [])
+    return matrix.main(args.versions, args.report_dir, args.workers, extra, jobs=max(1, args.jobs), store=args.store)
 
 
 def _diff(args, root) -> int:

@@ -101,10 +101,7 @@ def pytest_configure(config):
     # xdist workers get the same command line, so each builds the same options.
     if config.getoption("spark_remote"):
         from harness.deploy import connect  # noqa: F401 (registers the Spark Connect session kind)
-    config.stash[OPTIONS] = RunOptions.from_env(
-        master=config.getoption("spark_master"), remote=config.getoption("spark_remote"),
-        spark_conf=_session_conf(config),
-        plan_text=config.getoption("plan_text"), observe=config.getoption("observe"))
+    config.stash[OPTIONS] = _run_options(config)
     config._harness_stamp = _stamp(config)
     config.stash[REUSE] = open_reuse(config.stash[OPTIONS], store_folder(config), config._harness_stamp,
                                      config.getoption("fresh"), _store_warning) if _runs_scenarios(config) else None
@@ -115,6 +112,64 @@ def pytest_configure(config):
         target = version_report.version_dir(config.getoption("report_dir"), version_report.installed_spark()) / "junit.xml"
         config._harness_junit = (target.with_name(f".junit.xml{TEMP_MARK}{os.getpid()}-run.tmp"), target)
         config.option.xmlpath = str(config._harness_junit[0])
+
+
+def _run_options(config) -> RunOptions:
+    return RunOptions.from_env(
+        master=config.getoption("spark_master"), remote=config.getoption("spark_remote"),
+        spark_conf=_session_conf(config),
+        plan_text=config.getoption("plan_text"), observe=config.getoption("observe"))
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: no worker processes at all when the store holds every item's
+    observation (starting them costs more than judging the whole suite); otherwise
+    xdist's own count (PYTEST_XDIST_AUTO_NUM_WORKERS, else the CPUs)."""
+    if not _runs_scenarios(config) or config.getoption("fresh") or config.getoption("spark_remote"):
+        return None
+    reuse = open_reuse(_run_options(config), store_folder(config), RunStamp("", "", ""), False, lambda _: None)
+    from harness.check.agreement import agreement_representatives
+    for path in _scenario_files(config):
+        try:
+            scenario = _loaded(path)
+            cases = expand(scenario)
+        except Exception:  # collection says why, without Spark
+            continue
+        checks = [] if config.getoption("no_agree") else agreement_representatives(cases)
+        needed = [reuse.key(c, CASE) for c in cases] + [reuse.key(c, AGREEMENT) for c in checks
+                                                         if not c.scenario.plan_only]
+        if not all(reuse.sql_checked(c.scenario) for c in cases) or not all(map(reuse.store.has, needed)):
+            reuse.store.close()
+            return None
+    reuse.store.close()
+    return 0
+
+
+def _scenario_files(config) -> list[Path]:
+    """The scenario files a run's arguments name (as pytest_collect_file takes them)."""
+    found = []
+    for arg in config.args or [str(config.rootpath)]:
+        path = Path(arg.split("::")[0])
+        if path.is_dir():
+            found += [p for p in sorted(path.rglob("*.y*ml")) if p.suffix in (".yaml", ".yml")
+                      and "scenarios" in p.resolve().parts and not any(part.startswith(".") for part in p.parts)]
+        elif path.suffix in (".yaml", ".yml"):
+            found.append(path)
+    return found
+
+
+_LOADED: dict = {}
+
+
+def _loaded(path: Path):
+    """A scenario file loaded once per process and content (a run that decides on its
+    workers has read every file already)."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _LOADED:
+        _LOADED[key] = load_scenario(path)
+    return _LOADED[key]
 
 
 def store_folder(config) -> str:
@@ -307,7 +362,7 @@ class ScenarioFile(pytest.File):
             yield item
 
     def _load(self):
-        scenario = load_scenario(self.path)
+        scenario = _loaded(self.path)
         ids = self.config._harness_ids
         owner = ids.setdefault(scenario.id, str(self.path))
         if owner != str(self.path):

