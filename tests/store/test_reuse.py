@@ -97,3 +97,37 @@ def test_an_unusable_store_is_a_warning_and_the_run_goes_on(pytester):
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*result store not used: cannot open*every case runs*"])
     assert "Traceback" not in result.stdout.str()
+
+
+def test_n_auto_starts_no_workers_when_everything_is_stored(pytester, monkeypatch):
+    _suite(pytester)
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "2")
+    first = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto",
+                                          timeout=300)
+    first.assert_outcomes(passed=2)
+    assert "2 workers [2 items]" in first.stdout.str()
+    pytester.makeconftest(NO_SPARK)
+    again = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto",
+                                          timeout=300)
+    again.assert_outcomes(passed=2)
+    assert "workers [" not in again.stdout.str() and "collected 2 items" in again.stdout.str()
+
+
+def test_two_shards_cover_the_suite_once(pytester, session):
+    for i in range(3):
+        _suite(pytester, MINIMAL.replace("id: minimal", f"id: s{i}").replace("rows: 100", f"rows: {100 + i}"),
+               name=f"s{i}.yaml")
+    seen = []
+    for index in (1, 2):
+        result = pytester.runpytest("scenarios", "--report-dir", f"out{index}", "--store", "store", "-k", "not agree",
+                                    "--shard", f"{index}/2", "-p", "no:cacheprovider")
+        assert result.ret == 0
+        results = json.loads((pytester.path / f"out{index}" / session.versions["spark"] / "results.json").read_text())
+        assert results["shard"]["index"] == index
+        seen.append(results)
+    ids = [{r["case_id"] for r in results["cases"]} for results in seen]
+    assert ids[0] and ids[1] and not ids[0] & ids[1] and ids[0] | ids[1] == {"s0", "s1", "s2"}
+    assert seen[0]["shard"]["split"] == seen[1]["shard"]["split"]
+    result = pytester.runpytest("scenarios", "--shard", "3/2", "--no-report")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "I must be between 1 and N" in result.stderr.str()
