@@ -54,7 +54,7 @@ bench-grid: env
 ## wall time of the whole matrix, per version and in total (VERSIONS= as for matrix;
 ## BASELINE=DIR compares every version's results with an earlier run's report folder)
 bench-matrix: env
-	$(PY) bench/bench_matrix.py $(VERSIONS) $(if $(BASELINE),--baseline $(BASELINE))
+	$(PY) bench/bench_matrix.py $(VERSIONS) $(if $(BASELINE),--baseline $(BASELINE)) $(if $(JOBS),--jobs $(JOBS))
 
 ## the suite on several Spark versions (VERSIONS="3.4.4 4.3.0"; default: 3.0 ... 4.3);
 ## JOBS=N runs N versions side by side (each with WORKERS workers); FRESH, STORE, SHARD as for run

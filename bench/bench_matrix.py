@@ -1,15 +1,25 @@
-"""Wall time of the whole version matrix (make bench-matrix [VERSIONS="..."]).
+"""Wall time of the whole version matrix (make bench-matrix [VERSIONS="..."] [JOBS=N]).
 
 Builds any missing environment first (timed apart), then runs the suite on every
-version one after another (2 cores: versions in parallel would only share them) and
+version (`--fresh`: everything executes; versions one after another unless --jobs) and
 prints the wall time per version and in total, from reports/matrix.json. With
 `--baseline DIR` (make bench-matrix BASELINE=DIR), each version's results are compared
 with that earlier run's (bench/compare_runs.py): a speed change must not move them.
+
+Then what the result store saves, each step timed over all the versions (`--jobs` at a
+time, 2 by default): the matrix again with nothing changed; with one scenario file's
+`expect` edited (its verdicts re-judged, nothing run); with one scenario file added
+(only its cases run); and, on the newest version, `--shard 1/2` + `--shard 2/2`
+(executed, with a store of their own) merged and compared with the full run. The files
+edited or added are put back whatever happens. Figures: reports/bench-matrix.json.
 """
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,17 +30,29 @@ from harness.deploy import matrix  # noqa: E402
 TARGET_S = 10 * 60  # issue 16's target for 8 versions on this 2-core machine
 
 
+ROOT = Path(__file__).resolve().parent.parent
+EDITED = ROOT / "scenarios" / "equi" / "bhj_dim_fact.yaml"
+EDIT = ("expect:\n  strategy: BroadcastHashJoin\n  build_side: right", "expect:\n  strategy: BroadcastHashJoin\n  build_side: left")
+ADDED = ROOT / "scenarios" / "equi" / "bench_added_copy.yaml"
+
+
+def _option(argv: list[str], name: str, default=None):
+    if name in argv:
+        at = argv.index(name)
+        return argv[at + 1], argv[:at] + argv[at + 2:]
+    return default, argv
+
+
 def main(argv: list[str]) -> int:
-    baseline = None
-    if "--baseline" in argv:
-        at = argv.index("--baseline")
-        baseline, argv = argv[at + 1], argv[:at] + argv[at + 2:]
+    baseline, argv = _option(argv, "--baseline")
+    jobs, argv = _option(argv, "--jobs", "1")
+    warm_jobs, argv = _option(argv, "--warm-jobs", "2")
     versions = argv or list(matrix.DEFAULT_VERSIONS)
     started = time.perf_counter()
     for spark in versions:
         matrix.ensure_env(spark, print)
     print(f"[bench-matrix] environments ready in {clock(time.perf_counter() - started)}")
-    code = matrix.main(versions)
+    code = matrix.main(versions, extra=["--fresh"], jobs=int(jobs))
     timings = json.loads(Path("reports/matrix.json").read_text())
     print("\n[bench-matrix] version   python   java          wall    exit")
     for run in timings["versions"]:
@@ -53,7 +75,80 @@ def main(argv: list[str]) -> int:
         ran = [run["spark"] for run in timings["versions"]]
         if compare_runs.main([baseline, "reports", *ran]):
             code = code or 1
+    figures = {"cold": {"seconds": timings["total_s"], "jobs": int(jobs), "versions": versions}}
+    full = Path(tempfile.mkdtemp(prefix="bench-full-"))
+    shutil.copytree(Path("reports") / versions[-1], full / versions[-1])
+    try:
+        figures.update(store_steps(versions, int(warm_jobs), full))
+    finally:
+        shutil.rmtree(full, ignore_errors=True)
+    from harness.core.files import atomic_write_text
+    atomic_write_text(Path("reports") / "bench-matrix.json", json.dumps(figures, indent=1) + "\n")
+    print("\n[bench-matrix] step                                  wall      reused / records")
+    for step, figure in figures.items():
+        print(f"[bench-matrix] {step:<36} {clock(figure['seconds']):>8}   {figure.get('reused', '')}")
+    if not figures["shard"]["identical"]:
+        code = code or 1
     return code
+
+
+def _timed_matrix(versions: list[str], jobs: int, extra=()) -> float:
+    started = time.perf_counter()
+    matrix.main(versions, extra=list(extra), jobs=jobs)
+    return round(time.perf_counter() - started, 1)
+
+
+def _reuse_counts(versions: list[str]) -> str:
+    reused = total = 0
+    for spark in versions:
+        results = json.loads((Path("reports") / spark / "results.json").read_text())
+        reused += results["summary"].get("reused", 0)
+        total += len(results["cases"])
+    return f"{reused} / {total}"
+
+
+def store_steps(versions: list[str], jobs: int, full: Path) -> dict:
+    """The matrix after the cold run: unchanged, one expectation edited, one file added;
+    then shards of the newest version against a full run of it."""
+    steps = {}
+    steps["nothing changed"] = {"seconds": _timed_matrix(versions, jobs), "jobs": jobs}
+    steps["nothing changed"]["reused"] = _reuse_counts(versions)
+    original = EDITED.read_text()
+    assert EDIT[0] in original, f"{EDITED}: the benchmark's edit no longer applies"
+    try:
+        EDITED.write_text(original.replace(EDIT[0], EDIT[1]))
+        steps["one expect edited"] = {"seconds": _timed_matrix(versions, jobs), "jobs": jobs,
+                                      "reused": _reuse_counts(versions)}
+    finally:
+        EDITED.write_text(original)
+    try:
+        ADDED.write_text(original.replace("id: bhj_dim_fact", "id: bench_added_copy"))
+        steps["one file added"] = {"seconds": _timed_matrix(versions, jobs), "jobs": jobs,
+                                   "reused": _reuse_counts(versions)}
+    finally:
+        ADDED.unlink(missing_ok=True)
+    steps["shard"] = shards_against_full(versions[-1], full)
+    return steps
+
+
+def shards_against_full(spark: str, full: Path) -> dict:
+    """--shard 1/2 and 2/2 of one version, executed with a store of their own, merged:
+    compared with that version's full (cold) run, kept in `full` (bench/compare_runs.py)."""
+    import compare_runs
+    scratch = Path(tempfile.mkdtemp(prefix="bench-shards-"))
+    try:
+        started = time.perf_counter()
+        for index in (1, 2):
+            matrix.main([spark], report_dir=str(scratch / f"shard{index}"), store=str(scratch / "store"),
+                        extra=["--shard", f"{index}/2"])
+        seconds = round(time.perf_counter() - started, 1)
+        merged = scratch / "merged"
+        subprocess.run([sys.executable, "-m", "harness", "merge", str(scratch / "shard1" / spark),
+                        str(scratch / "shard2" / spark), "--into", str(merged)], check=True, cwd=ROOT)
+        identical = compare_runs.main([str(full), str(merged), spark]) == 0
+        return {"seconds": seconds, "version": spark, "identical": identical}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def phase_seconds(results_path: Path) -> dict | None:

@@ -11,7 +11,7 @@ Spark Connect, the version matrix) are tools beside them; the pytest plugin
 holds the code to this order.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 # Lowest first: a package may import from itself and from those before it, never after.
 LAYERS = ("core", "scenario", "spark", "observe", "check", "store", "report", "capturing", "deploy")
