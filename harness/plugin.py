@@ -17,6 +17,7 @@ import time
 import uuid
 import warnings
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -35,7 +36,7 @@ RECORD_KEY = "harness_record"
 REUSED_KEY = "harness_reused"   # which run observed a reused record (also a JUnit property)
 SHARD_KEY = "harness_shard"
 OPTIONS = pytest.StashKey[RunOptions]()
-REUSE = pytest.StashKey[Reuse | None]()
+REUSE = pytest.StashKey[Optional[Reuse]]()
 FAILING = {"failed", "error", "timeout", "correctness"}
 # What an item takes when the last results do not say: a cross-strategy check runs ~7 queries.
 GUESS_S = {"check": 3.0, "case": 0.3}
