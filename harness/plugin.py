@@ -8,13 +8,9 @@ travels to the controller in `user_properties`, where the reports are written on
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import platform
-import socket
-import time
-import uuid
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -23,10 +19,11 @@ import pytest
 
 from harness.core.files import TEMP_MARK
 from harness.core.options import RunOptions
-from harness.core.text import clock, display_path, one_line
+from harness.core.text import display_path, one_line
 from harness.report import version_report
+from harness.report.progress import GUESS_S, Progress
 from harness.scenario.errors import ScenarioError
-from harness.scenario.model import expand, load_scenario
+from harness.scenario.model import expand, load_once, load_scenario, scenario_files
 from harness.spark.session import NO_SESSION, SessionUnavailable
 from harness.store import shards
 from harness.store.results_store import DEFAULT_FOLDER, RunStamp, StoreWarning
@@ -38,8 +35,6 @@ SHARD_KEY = "harness_shard"
 OPTIONS = pytest.StashKey[RunOptions]()
 REUSE = pytest.StashKey[Optional[Reuse]]()
 FAILING = {"failed", "error", "timeout", "correctness"}
-# What an item takes when the last results do not say: a cross-strategy check runs ~7 queries.
-GUESS_S = {"check": 3.0, "case": 0.3}
 
 
 REPORTS = "reports"
@@ -130,47 +125,15 @@ def pytest_xdist_auto_num_workers(config):
     if not _runs_scenarios(config) or config.getoption("fresh") or config.getoption("spark_remote"):
         return None
     reuse = open_reuse(_run_options(config), store_folder(config), RunStamp("", "", ""), False, lambda _: None)
-    from harness.check.agreement import agreement_representatives
-    for path in _scenario_files(config):
+    expanded = []
+    for path in scenario_files(config.args or [str(config.rootpath)]):
         try:
-            scenario = _loaded(path)
-            cases = expand(scenario)
+            expanded.append(expand(load_once(path)))
         except Exception:  # collection says why, without Spark
             continue
-        checks = [] if config.getoption("no_agree") else agreement_representatives(cases)
-        needed = [reuse.key(c, CASE) for c in cases] + [reuse.key(c, AGREEMENT) for c in checks
-                                                         if not c.scenario.plan_only]
-        if not all(reuse.sql_checked(c.scenario) for c in cases) or not all(map(reuse.store.has, needed)):
-            reuse.store.close()
-            return None
+    nothing_to_run = reuse.holds_everything(expanded, with_checks=not config.getoption("no_agree"))
     reuse.store.close()
-    return 0
-
-
-def _scenario_files(config) -> list[Path]:
-    """The scenario files a run's arguments name (as pytest_collect_file takes them)."""
-    found = []
-    for arg in config.args or [str(config.rootpath)]:
-        path = Path(arg.split("::")[0])
-        if path.is_dir():
-            found += [p for p in sorted(path.rglob("*.y*ml")) if p.suffix in (".yaml", ".yml")
-                      and "scenarios" in p.resolve().parts and not any(part.startswith(".") for part in p.parts)]
-        elif path.suffix in (".yaml", ".yml"):
-            found.append(path)
-    return found
-
-
-_LOADED: dict = {}
-
-
-def _loaded(path: Path):
-    """A scenario file loaded once per process and content (a run that decides on its
-    workers has read every file already)."""
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    if key not in _LOADED:
-        _LOADED[key] = load_scenario(path)
-    return _LOADED[key]
+    return 0 if nothing_to_run else None
 
 
 def store_folder(config) -> str:
@@ -184,10 +147,7 @@ def _store_warning(message: str) -> None:
 def _stamp(config) -> RunStamp:
     """This run's stamp: made by the controller, handed to its xdist workers."""
     given = getattr(config, "workerinput", {}).get("harness_run")
-    if given:
-        return RunStamp.from_json(json.loads(given))
-    return RunStamp(uuid.uuid4().hex[:12], dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                    socket.gethostname())
+    return RunStamp.from_json(json.loads(given)) if given else RunStamp.now()
 
 
 def _shard_option(config) -> shards.Shard | None:
@@ -206,29 +166,27 @@ def pytest_configure_node(node):
 
 
 def _select_shard(config, items: list) -> list:
-    """The items of this run's shard; the others are deselected. Balanced by the
-    durations the store holds; the first shard to start writes its split into the store
-    and the others (and every xdist worker) take that one."""
-    shard = config._harness_shard
+    """The items of this run's shard (harness.store.shards); the others are deselected."""
     reuse = config.stash[REUSE]
     spark = version_report.installed_spark()
     took = reuse.store.durations(spark) if reuse is not None else {}
     costs: dict = {}
     for item in items:
-        guess = GUESS_S["check" if isinstance(item, AgreementItem) else "case"]
-        file = item.nodeid.split("::")[0]
-        costs[file] = costs.get(file, 0.0) + took.get(item.name, guess)
-    owner = shards.split(costs, shard.count)
-    if reuse is not None:
-        key = shards.split_digest({item.nodeid: 0 for item in items}, shard.count) + spark
-        owner = reuse.store.agreed_split(key, owner)
-    config._harness_split = {"index": shard.index, "count": shard.count,
-                             "split": shards.split_digest(owner, shard.count)}
-    kept = [item for item in items if owner[item.nodeid.split("::")[0]] == shard.index]
-    dropped = [item for item in items if owner[item.nodeid.split("::")[0]] != shard.index]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
+        costs[_file_of(item)] = costs.get(_file_of(item), 0.0) + took.get(item.name, _guess_s(item))
+    owner, config._harness_split = shards.cut(costs, config._harness_shard, [item.nodeid for item in items],
+                                              reuse.store if reuse is not None else None, spark)
+    kept = [item for item in items if owner[_file_of(item)] == config._harness_shard.index]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if owner[_file_of(item)] != config._harness_shard.index])
     return kept
+
+
+def _file_of(item) -> str:
+    return item.nodeid.split("::")[0]
+
+
+def _guess_s(item) -> float:
+    return GUESS_S["check" if isinstance(item, AgreementItem) else "case"]
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -246,8 +204,7 @@ def pytest_collection_modifyitems(session, config, items):
     took = _previous_durations(config)
     cost: dict = {}
     for item in items:
-        case = getattr(item, "case", None)
-        guess = 0.0 if case is None else GUESS_S["check" if isinstance(item, AgreementItem) else "case"]
+        guess = 0.0 if getattr(item, "case", None) is None else _guess_s(item)
         cost[item.path] = cost.get(item.path, 0.0) + took.get(item.name, guess)
     checks = {id(item.case): item for item in items if isinstance(item, AgreementItem)}
     paired = []
@@ -363,7 +320,7 @@ class ScenarioFile(pytest.File):
             yield item
 
     def _load(self):
-        scenario = _loaded(self.path)
+        scenario = load_once(self.path)
         ids = self.config._harness_ids
         owner = ids.setdefault(scenario.id, str(self.path))
         if owner != str(self.path):
@@ -484,15 +441,21 @@ class HarnessReporter:
         self.failed_write = ""
         self.shard: dict | None = None
         self.pruned = 0
-        self.progress = Progress(version_report.installed_spark(), config)
+        self.progress = Progress(version_report.installed_spark(), self._progress_line)
+
+    def _progress_line(self, text: str) -> None:
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:
+            terminal.write("\n")  # pytest's progress dots leave the line open
+            terminal.write_line(text)
 
     def pytest_collection_finish(self, session):
-        self.progress.start([item.nodeid for item in session.items])
+        self.progress.start([item.nodeid for item in session.items], _previous_durations(self.config))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids):
         if not self.progress.total:
-            self.progress.start(ids)
+            self.progress.start(ids, _previous_durations(self.config))
 
     def pytest_runtest_logreport(self, report):
         self.progress.seen(report)
@@ -571,20 +534,16 @@ class HarnessReporter:
 
     def _reuse_line(self) -> str:
         """How many records were judged from stored observations, and from which runs."""
+        from harness.observe.describe import reuse_words
         reuse = self.config.stash[REUSE]
         if reuse is None or not self.records:
             return ""
-        reused = [r["run"] for r in self.records.values() if (r.get("run") or {}).get("reused")]
-        where = f"store {reuse.store.path}"
-        if self.pruned:
-            where += f", {self.pruned} old entries pruned"
+        reused, origin = reuse_words(list(self.records.values()))
+        where = f"store {reuse.store.path}" + (f", {self.pruned} old entries pruned" if self.pruned else "")
         if not reused:
             return f"join harness: all {len(self.records)} records observed now ({where})"
-        runs = sorted({(r["at"], r["id"], r["host"]) for r in reused})
-        origin = (f"run {runs[0][1]} at {runs[0][0]} on {runs[0][2]}" if len(runs) == 1 else
-                  f"{len(runs)} earlier runs, {runs[0][0]} … {runs[-1][0]}")
-        return (f"join harness: {len(reused)} of {len(self.records)} records reused from {origin} "
-                f"(observations judged by today's expectations); {len(self.records) - len(reused)} "
+        return (f"join harness: {reused} of {len(self.records)} records reused from {origin} "
+                f"(observations judged by today's expectations); {len(self.records) - reused} "
                 f"observed now ({where}; --fresh runs everything)")
 
     def pytest_terminal_summary(self, terminalreporter):
@@ -614,64 +573,3 @@ def pytest_report_teststatus(report, config):
     if report.when == "call" and report.passed and any(k == REUSED_KEY for k, _ in report.user_properties):
         return "passed", "r", ("PASSED (reused)", {"green": True})
     return None
-
-
-class Progress:
-    """Plain progress lines with an ETA: at every tenth of the items or every minute,
-    whichever comes first; readable in a terminal and in a CI log alike. The ETA weighs
-    each item by what it took last time (results.json), else by a guess per kind, since
-    the longest files run first: counting items alone promised hours at the start."""
-
-    EVERY_S = 60.0
-
-    def __init__(self, spark_version: str, config):
-        self.label = f"spark {spark_version}"
-        self.config = config
-        self.total = 0
-        self.done = 0
-        self.failing = 0
-        self.started = self.last_line = 0.0
-        self.next_tenth = 1
-        self.expected: dict[str, float] = {}
-        self.expected_done = 0.0
-
-    def start(self, nodeids: list[str]) -> None:
-        took = _previous_durations(self.config)
-        for nodeid in nodeids:
-            name = nodeid.rpartition("::")[2]
-            guess = GUESS_S["check" if "agree" in name else "case"] if ".y" in nodeid else 1.0
-            self.expected[nodeid] = took.get(name, guess)
-        self.total = len(nodeids)
-        self.started = self.last_line = time.monotonic()
-
-    def seen(self, report) -> None:
-        if report.failed and report.when in ("setup", "call"):
-            self.failing += 1
-        if report.when != "teardown" or not self.total:
-            return
-        self.done += 1
-        self.expected_done += self.expected.get(report.nodeid, 0.0)
-        now = time.monotonic()
-        tenth_reached = self.done * 10 >= self.next_tenth * self.total
-        if tenth_reached or now - self.last_line >= self.EVERY_S:
-            while self.done * 10 >= self.next_tenth * self.total:
-                self.next_tenth += 1
-            self.last_line = now
-            self._write(self.line(now - self.started))
-
-    def eta(self, elapsed: float) -> str:
-        expected_total = sum(self.expected.values())
-        if not self.done or not expected_total or self.expected_done < 0.02 * expected_total:
-            return "ETA estimating"
-        remaining = expected_total - self.expected_done
-        return f"ETA {clock(elapsed * remaining / self.expected_done)}"
-
-    def line(self, elapsed: float) -> str:
-        return (f"[{self.label}] {self.done}/{self.total} items ({100 * self.done // self.total}%) · "
-                f"{clock(elapsed)} elapsed · {self.eta(elapsed)} · {self.failing} failing")
-
-    def _write(self, text: str) -> None:
-        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
-        if terminal is not None:
-            terminal.write("\n")  # pytest's progress dots leave the line open
-            terminal.write_line(text)

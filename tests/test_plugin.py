@@ -93,16 +93,18 @@ def test_progress_eta_weighs_items_by_their_last_durations(tmp_path, monkeypatch
     import json
     from types import SimpleNamespace
 
-    from harness.plugin import Progress
+    from harness.plugin import _previous_durations
+    from harness.report.progress import Progress
     (tmp_path / "4.3.0").mkdir()
     # last run: one long stream file first (60 s), then 99 short cases (0.1 s each)
     took = [{"case_id": "long[x]", "timings": {"total_s": 60.0}}] + \
         [{"case_id": f"short[{i}]", "timings": {"total_s": 0.1}} for i in range(99)]
     (tmp_path / "4.3.0" / "results.json").write_text(json.dumps({"cases": took}))
-    config = SimpleNamespace(getoption=lambda name: str(tmp_path), pluginmanager=SimpleNamespace(get_plugin=lambda n: None))
+    config = SimpleNamespace(getoption=lambda name: str(tmp_path))
     monkeypatch.setattr("harness.report.version_report.installed_spark", lambda: "4.3.0")
-    progress = Progress("4.3.0", config)
-    progress.start(["s/a.yaml::long[x]"] + [f"s/b.yaml::short[{i}]" for i in range(99)])
+    lines = []
+    progress = Progress("4.3.0", lines.append)
+    progress.start(["s/a.yaml::long[x]"] + [f"s/b.yaml::short[{i}]" for i in range(99)], _previous_durations(config))
     assert progress.line(0.0).endswith("ETA estimating · 0 failing")
     progress.seen(SimpleNamespace(failed=False, when="teardown", nodeid="s/a.yaml::long[x]"))
     # by item count: 99 more items like the first = 99 minutes; by last durations: ~10 s

@@ -128,3 +128,15 @@ def _estimate(side: dict) -> str:
     if printed and not printed.endswith(" B"):
         return f"≈ {printed} (as printed)"
     return _bytes(side.get("size_in_bytes"))
+
+
+def reuse_words(records: list[dict]) -> tuple[int, str]:
+    """(how many records an earlier run observed, which runs: "run ID at WHEN on HOST",
+    or "N earlier runs, FIRST … LAST")."""
+    reused = [r["run"] for r in records if (r.get("run") or {}).get("reused")]
+    runs = sorted({(run["at"], run["id"], run["host"]) for run in reused})
+    if not runs:
+        return 0, ""
+    if len(runs) == 1:
+        return len(reused), f"run {runs[0][1]} at {runs[0][0]} on {runs[0][2]}"
+    return len(reused), f"{len(runs)} earlier runs, {runs[0][0]} … {runs[-1][0]}"

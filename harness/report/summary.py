@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.core.files import atomic_write_text
 from harness.core.vocab import spark_version
+from harness.observe.describe import reuse_words
 from harness.report import diff
 from harness.report.version_report import folder_lock, version_dir
 
@@ -61,18 +62,15 @@ def markdown(results: dict, previous: tuple[str, dict] | None = None) -> str:
 
 
 def _reuse_lines(results: dict) -> list[str]:
-    """How much of the run was judged from stored observations, and from which runs."""
-    reused = [r["run"] for r in results["cases"] if (r.get("run") or {}).get("reused")]
+    """Which shard this is, and how much of the run was judged from stored observations."""
     lines = []
     if results.get("shard"):
         lines.append(f"Shard {results['shard']['index']}/{results['shard']['count']} of the suite.")
-    if not reused:
-        return lines
-    runs = sorted({(r["at"], r["id"], r["host"]) for r in reused})
-    origin = ", ".join(f"run {_escape(i)} at {_escape(at)} on {_escape(host)}" for at, i, host in runs[:5])
-    more = f" and {len(runs) - 5} more runs" if len(runs) > 5 else ""
-    return lines + [f"{len(reused)} of {len(results['cases'])} items reused (observed by {origin}{more}; "
-                    "judged by today's expectations)."]
+    reused, origin = reuse_words(results["cases"])
+    if reused:
+        lines.append(f"{reused} of {len(results['cases'])} items reused (observed by {_escape(origin)}; "
+                     "judged by today's expectations).")
+    return lines
 
 
 def _changes(previous: tuple[str, dict], version: str, results: dict) -> list[str]:

@@ -116,6 +116,33 @@ def load_scenario(path: str | Path) -> Scenario:
     return Scenario(path=path, data=data, lines=lines)
 
 
+_LOADED: dict = {}
+
+
+def load_once(path: Path) -> Scenario:
+    """A scenario file loaded once per process and content: a run that decided on its
+    workers from the store (harness.plugin) has read every file already."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _LOADED:
+        _LOADED[key] = load_scenario(path)
+    return _LOADED[key]
+
+
+def scenario_files(args: list[str]) -> list[Path]:
+    """The scenario files that command-line paths name: files, and the .yaml/.yml files
+    under folders in a `scenarios` tree (hidden folders left out)."""
+    found = []
+    for arg in args:
+        path = Path(arg.split("::")[0])
+        if path.is_dir():
+            found += [p for p in sorted(path.rglob("*.y*ml")) if p.suffix in (".yaml", ".yml")
+                      and "scenarios" in p.resolve().parts and not any(part.startswith(".") for part in p.parts)]
+        elif path.suffix in (".yaml", ".yml"):
+            found.append(path)
+    return found
+
+
 def _value_label(value) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"

@@ -5,10 +5,13 @@ format, is dropped with one warning and its case runs again. A store that cannot
 opened or written is one warning: the run goes on without it."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
+import socket
 import sqlite3
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -52,6 +55,11 @@ class RunStamp:
     @classmethod
     def from_json(cls, data: dict) -> "RunStamp":
         return cls(str(data["id"]), str(data["at"]), str(data["host"]))
+
+    @classmethod
+    def now(cls) -> "RunStamp":
+        return cls(uuid.uuid4().hex[:12], dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                   socket.gethostname())
 
     def words(self) -> str:
         return f"run {self.id} at {self.at} on {self.host}"

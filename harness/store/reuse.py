@@ -84,6 +84,19 @@ class Reuse:
         self.store.put(self.key(case, kind), kind, record.case_id, self.env.spark, payload, self.stamp,
                        record.timings.get("total_s", 0.0))
 
+    def holds_everything(self, scenarios: list[list[Case]], with_checks: bool) -> bool:
+        """The store has an entry for every case (and cross-strategy check) of these
+        expanded scenarios, and their SQL passed the guard: a run of them needs no Spark
+        unless an entry turns out unusable."""
+        for cases in scenarios:
+            checks = agreement.agreement_representatives(cases) if with_checks else []
+            keys = [self.key(c, CASE) for c in cases] + [self.key(c, AGREEMENT) for c in checks
+                                                        if not c.scenario.plan_only]
+            if not all(self.sql_checked(s) for s in {id(c.scenario): c.scenario for c in cases}.values()) \
+                    or not all(map(self.store.has, keys)):
+                return False
+        return True
+
     def stand_in(self):
         """A record's view of this run's session, without starting one."""
         versions = {"spark": self.env.spark, "java": self.env.java, "python": self.env.python}

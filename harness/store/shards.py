@@ -46,3 +46,13 @@ def split(costs: dict[str, float], count: int) -> dict[str, int]:
 
 def split_digest(owner: dict[str, int], count: int) -> str:
     return digest({"count": count, "owner": sorted(owner.items())})[:16]
+
+
+def cut(costs: dict[str, float], shard: Shard, item_ids: list[str], store=None, spark: str = "") -> tuple[dict, dict]:
+    """(file → shard, the split as results.json records it) for these items: the store's
+    agreed split of exactly these items when a shard has written one (harness.store.
+    results_store.ResultStore.agreed_split), else this one, written for the others."""
+    owner = split(costs, shard.count)
+    if store is not None:
+        owner = store.agreed_split(split_digest(dict.fromkeys(item_ids, 0), shard.count) + spark, owner)
+    return owner, {"index": shard.index, "count": shard.count, "split": split_digest(owner, shard.count)}
