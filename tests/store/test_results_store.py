@@ -104,3 +104,28 @@ def test_shards_agree_on_the_first_split_written(store):
     first = store.agreed_split("split-key", {"a.yaml": 1, "b.yaml": 2})
     later = store.agreed_split("split-key", {"a.yaml": 2, "b.yaml": 1})
     assert first == later == {"a.yaml": 1, "b.yaml": 2}
+
+
+def _endless_writer(folder):
+    store = ResultStore(folder, lambda message: None)
+    i = 0
+    while True:
+        store.put(f"k{i}", "case", f"c{i}", "4.3.0", {"i": i, "pad": "x" * 2000}, STAMP, 0.1)
+        i += 1
+
+
+def test_a_killed_writer_leaves_no_half_entry(tmp_path):
+    import time
+    folder = tmp_path / "cache"
+    ResultStore(folder, print).usable()
+    writer = multiprocessing.get_context("spawn").Process(target=_endless_writer, args=(folder,))
+    writer.start()
+    time.sleep(3)
+    writer.kill()
+    writer.join(30)
+    seen = []
+    store = ResultStore(folder, seen.append)
+    written = store.count()
+    assert written > 0
+    assert all(store.get(f"k{i}").payload["i"] == i for i in range(written))
+    assert not seen
