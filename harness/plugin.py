@@ -67,6 +67,8 @@ def pytest_addoption(parser):
     group.addoption("--shard", default=None, metavar="I/N",
                     help="run the I-th of N deterministic parts of the suite (whole files, balanced by "
                          "recorded durations); `python -m harness merge` joins the N report folders")
+    group.addoption("--no-merged-page", action="store_true",
+                    help="do not rewrite the cross-version page reports/index.html (the matrix writes it once at the end)")
     group.addoption("--accept", action="store_true",
                     help="after the run, write what this Spark version observed into the scenario files "
                          "(python -m harness accept)")
@@ -491,7 +493,9 @@ class HarnessReporter:
                 write_merged,  # every version's results side by side
             )
             from harness.report.summary import write_summary  # for a CI job summary
-            extra = [write_summary(report_dir, self.written[0].parent.name), write_merged(report_dir)]
+            extra = [write_summary(report_dir, self.written[0].parent.name)]
+            if not self.config.getoption("no_merged_page"):
+                extra.append(write_merged(report_dir))
             self.written += [path for path in extra if path is not None]
         except OSError as exc:
             self.failed_write = one_line(f"join harness: reports not written to {report_dir}: {exc}")

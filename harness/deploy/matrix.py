@@ -125,8 +125,9 @@ def run_version(spark: str, python: Path, report_dir: str, workers: str, extra: 
     started = time.perf_counter()
     if workers.isdigit():  # `-n auto` of that many: none when the store holds every observation
         env["PYTEST_XDIST_AUTO_NUM_WORKERS"] = workers
+    # The cross-version page is written once, when every version has run (main).
     command = [str(python), "-m", "pytest", *plugin, "scenarios", "-n", "auto", "-q", "-p", "no:cacheprovider",
-               "--report-dir", report_dir, *extra]
+               "--report-dir", report_dir, "--no-merged-page", *extra]
     if log_file is None:
         done = subprocess.run(command, cwd=ROOT, env=env)
     else:

@@ -128,7 +128,8 @@ def case_key(case: Case, kind: str, env: Environment, needs: dict) -> str:
 
 
 def sql_check_key(scenario: Scenario, env: Environment) -> str:
-    """The key of the SQL guard's verdict on a scenario: its SQL is judged by Spark's
-    analyser of that version, with the harness's rules."""
-    return digest({"format": STORE_FORMAT, "kind": "sql-check", "env": env.__dict__, "scenario": scenario.data,
-                   "twin_of": scenario.twin_of})
+    """The key of the SQL guard's verdict on a scenario: its SQL (over its tables) is
+    judged by Spark's analyser of that version, with the harness's rules; editing what
+    only judges (`expect`, ...) needs no new verdict, and no session at collection."""
+    return digest({"format": STORE_FORMAT, "kind": "sql-check", "env": env.__dict__,
+                   "scenario": observed_content(scenario), "twin_of": scenario.twin_of})

@@ -125,3 +125,13 @@ def test_harness_source_digest_follows_every_file(tmp_path, monkeypatch):
 
 def test_java_version_without_starting_a_jvm():
     assert fingerprint.java_version() not in ("", "none")
+
+
+def test_the_sql_verdict_key_ignores_what_only_judges(scenario):
+    env = Environment.of(RunOptions())
+    edited = copy.deepcopy(scenario)
+    edited.data["expect"] = {"strategy": "SortMergeJoin"}
+    edited.data["description"] = "other"
+    assert fingerprint.sql_check_key(edited, env) == fingerprint.sql_check_key(scenario, env)
+    edited.data["join"]["on"] = ["k", "k"]
+    assert fingerprint.sql_check_key(edited, env) != fingerprint.sql_check_key(scenario, env)
