@@ -122,7 +122,8 @@ def _run_options(config) -> RunOptions:
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
     """`-n auto`: no worker processes at all when the store holds every item's
-    observation (starting them costs more than judging the whole suite); otherwise
+    observation (starting them costs more than judging the whole suite), one when a
+    single file must run (one JVM builds its tables, not one per worker); otherwise
     xdist's own count (PYTEST_XDIST_AUTO_NUM_WORKERS, else the CPUs)."""
     if not _runs_scenarios(config) or config.getoption("fresh") or config.getoption("spark_remote"):
         return None
@@ -133,9 +134,9 @@ def pytest_xdist_auto_num_workers(config):
             expanded.append(expand(load_once(path)))
         except Exception:  # collection says why, without Spark
             continue
-    nothing_to_run = reuse.holds_everything(expanded, with_checks=not config.getoption("no_agree"))
+    to_run = reuse.files_to_run(expanded, with_checks=not config.getoption("no_agree"))
     reuse.store.close()
-    return 0 if nothing_to_run else None
+    return {0: 0, 1: 1}.get(to_run)
 
 
 def store_folder(config) -> str:

@@ -84,18 +84,19 @@ class Reuse:
         self.store.put(self.key(case, kind), kind, record.case_id, self.env.spark, payload, self.stamp,
                        record.timings.get("total_s", 0.0))
 
-    def holds_everything(self, scenarios: list[list[Case]], with_checks: bool) -> bool:
-        """The store has an entry for every case (and cross-strategy check) of these
-        expanded scenarios, and their SQL passed the guard: a run of them needs no Spark
-        unless an entry turns out unusable."""
+    def files_to_run(self, scenarios: list[list[Case]], with_checks: bool) -> int:
+        """How many of these expanded scenario files have a case (or cross-strategy check)
+        the store holds no entry for, or SQL the guard has not passed on this Spark: the
+        files a run of them must give to Spark (an entry may still turn out unusable)."""
+        missing = 0
         for cases in scenarios:
             checks = agreement.agreement_representatives(cases) if with_checks else []
             keys = [self.key(c, CASE) for c in cases] + [self.key(c, AGREEMENT) for c in checks
                                                         if not c.scenario.plan_only]
             if not all(self.sql_checked(s) for s in {id(c.scenario): c.scenario for c in cases}.values()) \
                     or not all(map(self.store.has, keys)):
-                return False
-        return True
+                missing += 1
+        return missing
 
     def stand_in(self):
         """A record's view of this run's session, without starting one."""

@@ -131,3 +131,15 @@ def test_two_shards_cover_the_suite_once(pytester, session):
     result = pytester.runpytest("scenarios", "--shard", "3/2", "--no-report")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "I must be between 1 and N" in result.stderr.str()
+
+
+def test_n_auto_takes_one_worker_for_one_file_to_run(pytester, monkeypatch):
+    _suite(pytester)
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "2")
+    pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto",
+                                  "-k", "not agree", timeout=300)
+    _suite(pytester, MINIMAL.replace("id: minimal", "id: second"), name="second.yaml")
+    result = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto",
+                                           "-k", "not agree", timeout=300)
+    result.assert_outcomes(passed=2)
+    assert "1 worker [" in result.stdout.str()
