@@ -11,7 +11,8 @@ time, 2 by default): the matrix again with nothing changed; with one scenario fi
 `expect` edited (its verdicts re-judged, nothing run); with one scenario file added
 (only its cases run); and, on the newest version, `--shard 1/2` + `--shard 2/2`
 (executed, with a store of their own) merged and compared with the full run. The files
-edited or added are put back whatever happens. Figures: reports/bench-matrix.json.
+edited or added are put back whatever happens (`--no-shards` leaves the shards out).
+Figures: reports/bench-matrix.json.
 """
 from __future__ import annotations
 
@@ -47,6 +48,8 @@ def main(argv: list[str]) -> int:
     baseline, argv = _option(argv, "--baseline")
     jobs, argv = _option(argv, "--jobs", "1")
     warm_jobs, argv = _option(argv, "--warm-jobs", "2")
+    with_shards = "--no-shards" not in argv
+    argv = [a for a in argv if a != "--no-shards"]
     versions = argv or list(matrix.DEFAULT_VERSIONS)
     started = time.perf_counter()
     for spark in versions:
@@ -79,7 +82,7 @@ def main(argv: list[str]) -> int:
     full = Path(tempfile.mkdtemp(prefix="bench-full-"))
     shutil.copytree(Path("reports") / versions[-1], full / versions[-1])
     try:
-        figures.update(store_steps(versions, int(warm_jobs), full))
+        figures.update(store_steps(versions, int(warm_jobs), full, with_shards))
     finally:
         shutil.rmtree(full, ignore_errors=True)
     from harness.core.files import atomic_write_text
@@ -87,7 +90,7 @@ def main(argv: list[str]) -> int:
     print("\n[bench-matrix] step                                  wall      reused / records")
     for step, figure in figures.items():
         print(f"[bench-matrix] {step:<36} {clock(figure['seconds']):>8}   {figure.get('reused', '')}")
-    if not figures["shard"]["identical"]:
+    if not figures.get("shard", {"identical": True})["identical"]:
         code = code or 1
     return code
 
@@ -107,7 +110,7 @@ def _reuse_counts(versions: list[str]) -> str:
     return f"{reused} / {total}"
 
 
-def store_steps(versions: list[str], jobs: int, full: Path) -> dict:
+def store_steps(versions: list[str], jobs: int, full: Path, with_shards: bool = True) -> dict:
     """The matrix after the cold run: unchanged, one expectation edited, one file added;
     then shards of the newest version against a full run of it."""
     steps = {}
@@ -127,7 +130,8 @@ def store_steps(versions: list[str], jobs: int, full: Path) -> dict:
                                    "reused": _reuse_counts(versions)}
     finally:
         ADDED.unlink(missing_ok=True)
-    steps["shard"] = shards_against_full(versions[-1], full)
+    if with_shards:
+        steps["shard"] = shards_against_full(versions[-1], full)
     return steps
 
 
