@@ -68,6 +68,9 @@ expect: {rows: 40000000000}
 AFTER = """\
 id: d_connect_after
 description: runs after the runaway case was interrupted
+# The interrupted cross join's tasks may hold the server's two cores until their
+# partitions end; on a loaded machine that took longer than the default 120 s.
+timeout: 400
 tables:
   a: {rows: 1000, columns: {k: {sequence: {}}}}
   b: {rows: 100, columns: {k: {sequence: {}}}}

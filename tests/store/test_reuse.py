@@ -105,7 +105,7 @@ def test_n_auto_starts_no_workers_when_everything_is_stored(pytester, monkeypatc
     first = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto",
                                           timeout=300)
     first.assert_outcomes(passed=2)
-    assert "2 workers [2 items]" in first.stdout.str()
+    assert "1 worker [2 items]" in first.stdout.str()  # one file to run: one worker
     pytester.makeconftest(NO_SPARK)
     again = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto",
                                           timeout=300)
@@ -136,10 +136,13 @@ def test_two_shards_cover_the_suite_once(pytester, session):
 def test_n_auto_takes_one_worker_for_one_file_to_run(pytester, monkeypatch):
     _suite(pytester)
     monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "2")
-    pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto",
-                                  "-k", "not agree", timeout=300)
+    _suite(pytester, MINIMAL.replace("id: minimal", "id: other"), name="other.yaml")
+    first = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto",
+                                          timeout=300)
+    first.assert_outcomes(passed=4)
+    assert "2 workers [4 items]" in first.stdout.str()  # two files to run
     _suite(pytester, MINIMAL.replace("id: minimal", "id: second"), name="second.yaml")
     result = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto",
-                                           "-k", "not agree", timeout=300)
-    result.assert_outcomes(passed=2)
-    assert "1 worker [" in result.stdout.str()
+                                           timeout=300)
+    result.assert_outcomes(passed=6)
+    assert "1 worker [6 items]" in result.stdout.str()
