@@ -76,17 +76,20 @@ def test_an_error_is_never_reused(pytester, session):
     assert not _records(pytester, session)["minimal"]["run"]["reused"]
 
 
-def test_everything_reused_starts_no_spark(pytester):
+def test_everything_reused_starts_no_worker_and_no_spark(pytester, monkeypatch):
     _suite(pytester)
-    pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider",
-                                  timeout=300).assert_outcomes(passed=2)
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "2")
+    run = ("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto")
+    first = pytester.runpytest_subprocess(*run, timeout=300)
+    first.assert_outcomes(passed=2)
+    assert "1 worker [2 items]" in first.stdout.str()  # one file to run: one worker
     pytester.makeconftest(NO_SPARK)
-    result = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", timeout=300)
-    result.assert_outcomes(passed=2)
+    again = pytester.runpytest_subprocess(*run, timeout=300)
+    again.assert_outcomes(passed=2)
+    assert "workers [" not in again.stdout.str() and "collected 2 items" in again.stdout.str()
     # and the refusal is real: a run that must observe fails for it
-    result = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "--fresh",
-                                           timeout=300)
-    assert "a Spark session was started" in result.stdout.str()
+    fresh = pytester.runpytest_subprocess(*run, "--fresh", timeout=300)
+    assert "a Spark session was started" in fresh.stdout.str()
 
 
 def test_an_unusable_store_is_a_warning_and_the_run_goes_on(pytester):
@@ -97,40 +100,6 @@ def test_an_unusable_store_is_a_warning_and_the_run_goes_on(pytester):
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*result store not used: cannot open*every case runs*"])
     assert "Traceback" not in result.stdout.str()
-
-
-def test_n_auto_starts_no_workers_when_everything_is_stored(pytester, monkeypatch):
-    _suite(pytester)
-    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "2")
-    first = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto",
-                                          timeout=300)
-    first.assert_outcomes(passed=2)
-    assert "1 worker [2 items]" in first.stdout.str()  # one file to run: one worker
-    pytester.makeconftest(NO_SPARK)
-    again = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto",
-                                          timeout=300)
-    again.assert_outcomes(passed=2)
-    assert "workers [" not in again.stdout.str() and "collected 2 items" in again.stdout.str()
-
-
-def test_two_shards_cover_the_suite_once(pytester, session):
-    for i in range(3):
-        _suite(pytester, MINIMAL.replace("id: minimal", f"id: s{i}").replace("rows: 100", f"rows: {100 + i}"),
-               name=f"s{i}.yaml")
-    seen = []
-    for index in (1, 2):
-        result = pytester.runpytest("scenarios", "--report-dir", f"out{index}", "--store", "store", "-k", "not agree",
-                                    "--shard", f"{index}/2", "-p", "no:cacheprovider")
-        assert result.ret == 0
-        results = json.loads((pytester.path / f"out{index}" / session.versions["spark"] / "results.json").read_text())
-        assert results["shard"]["index"] == index
-        seen.append(results)
-    ids = [{r["case_id"] for r in results["cases"]} for results in seen]
-    assert ids[0] and ids[1] and not ids[0] & ids[1] and ids[0] | ids[1] == {"s0", "s1", "s2"}
-    assert seen[0]["shard"]["split"] == seen[1]["shard"]["split"]
-    result = pytester.runpytest("scenarios", "--shard", "3/2", "--no-report")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "I must be between 1 and N" in result.stderr.str()
 
 
 def test_n_auto_takes_one_worker_for_one_file_to_run(pytester, monkeypatch):
