@@ -116,13 +116,13 @@ def faker_pools(scenario: Scenario) -> list:
     return pools
 
 
-def case_key(case: Case, kind: str, env: Environment, needs: dict) -> str:
+def case_key(case: Case, kind: str, env: Environment, needs: dict, pools: list | None = None) -> str:
     """The key of one item's observation: `kind` is `case` or `agreement`; `needs` what the
     expectations in force make the run observe (execution, result rows, operator counts)."""
     return digest({
         "format": STORE_FORMAT, "kind": kind, "env": env.__dict__,
         "scenario": observed_content(case.scenario), "twin_of": case.scenario.twin_of,
-        "pools": faker_pools(case.scenario),
+        "pools": faker_pools(case.scenario) if pools is None else pools,
         "case": {"id": case.case_id, "params": case.params, "join": case.join, "conf": case.spark_conf},
         "needs": needs})
 

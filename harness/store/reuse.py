@@ -28,6 +28,8 @@ class Reuse:
         self.store = store
         self.stamp = stamp
         self.fresh = fresh
+        # A file's Faker pools are read once per scenario, not once per case and kind.
+        self._pools: dict = {}
 
     @functools.cached_property
     def env(self) -> fingerprint.Environment:
@@ -38,7 +40,10 @@ class Reuse:
         if kind == CASE:
             expected = runner.expectations(case, self.env.spark, self.options.deployment, self.options.observe)
             needs = runner.observation_needs(case, expected)
-        return fingerprint.case_key(case, kind, self.env, needs)
+        scenario = case.scenario
+        if id(scenario) not in self._pools:
+            self._pools[id(scenario)] = (scenario, fingerprint.faker_pools(scenario))
+        return fingerprint.case_key(case, kind, self.env, needs, pools=self._pools[id(scenario)][1])
 
     def recall(self, case: Case, kind: str) -> Optional[ItemRecord]:
         """The item's record judged from a stored observation, or None: it must run."""
