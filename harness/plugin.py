@@ -27,6 +27,7 @@ from harness.scenario.model import expand, load_once, load_scenario, scenario_fi
 from harness.spark.session import NO_SESSION, SessionUnavailable
 from harness.store import shards
 from harness.store.results_store import DEFAULT_FOLDER, RunStamp, StoreWarning
+from harness.report.plan_pictures import PlanPictures
 from harness.store.reuse import AGREEMENT, CASE, Reuse, open_reuse
 
 RECORD_KEY = "harness_record"
@@ -131,7 +132,7 @@ def pytest_xdist_auto_num_workers(config):
     expanded = []
     for path in scenario_files(config.args or [str(config.rootpath)]):
         try:
-            expanded.append(expand(load_once(path)))
+            expanded.append(expand(load_once(path, reuse.parsed)))
         except Exception:  # collection says why, without Spark
             continue
     to_run = reuse.files_to_run(expanded, with_checks=not config.getoption("no_agree"))
@@ -323,7 +324,8 @@ class ScenarioFile(pytest.File):
             yield item
 
     def _load(self):
-        scenario = load_once(self.path)
+        reuse = self.config.stash[REUSE]
+        scenario = load_once(self.path, reuse.parsed if reuse is not None else None)
         ids = self.config._harness_ids
         owner = ids.setdefault(scenario.id, str(self.path))
         if owner != str(self.path):
@@ -487,16 +489,17 @@ class HarnessReporter:
             return
         invalid = [{"file": nodeid, "message": message} for nodeid, message in self.invalid.items()]
         report_dir = self.config.getoption("report_dir")
+        drawings = PlanPictures(reuse.store if reuse is not None else None)
         try:
             self.written = version_report.write_reports(report_dir, list(self.records.values()), invalid,
-                                                        shard=self.shard)
+                                                        shard=self.shard, drawings=drawings)
             from harness.report.merged import (
                 write_merged,  # every version's results side by side
             )
             from harness.report.summary import write_summary  # for a CI job summary
             extra = [write_summary(report_dir, self.written[0].parent.name)]
             if not self.config.getoption("no_merged_page"):
-                extra.append(write_merged(report_dir))
+                extra.append(write_merged(report_dir, drawings))
             self.written += [path for path in extra if path is not None]
         except OSError as exc:
             self.failed_write = one_line(f"join harness: reports not written to {report_dir}: {exc}")

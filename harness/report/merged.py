@@ -14,9 +14,9 @@ from pathlib import Path
 from harness.core.files import atomic_write_text
 from harness.core.vocab import describe_join, version_sort_key
 from harness.observe.describe import conf_bytes, expectation_words
-from harness.observe.plan_tree import pictures
 from harness.report import diff
 from harness.report.pages import jinja_env, script_json
+from harness.report.plan_pictures import PlanPictures
 from harness.report.version_report import top_join
 
 
@@ -40,11 +40,11 @@ def _plan_label(record: dict, which: str) -> str:
     return describe_join(node)
 
 
-def _plan_tree(record: dict, trees: dict) -> tuple[int | None, str]:
+def _plan_tree(record: dict, trees: dict, drawings: PlanPictures) -> tuple[int | None, str]:
     """(index in `trees`, which plan) of the record's plan picture: the final plan where
     the case ran, else the initial one; identical trees are stored once, so many versions
     cost little."""
-    drawn = pictures(record) if record["kind"] == "case" else None
+    drawn = drawings.of(record)
     which = "final" if drawn and drawn["final"] else "initial"
     tree = drawn and drawn[which]
     if not tree:
@@ -119,8 +119,10 @@ def scenario_texts(rows: dict) -> dict[str, str]:
 MAX_YAML_CHARS = 20_000
 
 
-def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None) -> dict:
+def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None,
+                drawings: PlanPictures | None = None) -> dict:
     versions = list(results)
+    drawings = drawings or PlanPictures()
     links = links or {}
     rows: dict[str, dict] = {}
     trees: dict[str, int] = {}
@@ -131,7 +133,7 @@ def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None) -
                                                       "tags": record.get("tags", []), "cells": {}})
             row["cells"][version] = _cell(record, links.get(version, version))
             cell = row["cells"][version]
-            cell["plan"], cell["plan_which"] = _plan_tree(record, trees)
+            cell["plan"], cell["plan_which"] = _plan_tree(record, trees, drawings)
             # a case cut short says nothing of what Spark would do: never marked changed
             cell["comparable"] = not diff.incomparable(record)
     for row in rows.values():
@@ -168,18 +170,18 @@ def render(data: dict, title: str = "Join strategies across Spark versions") -> 
     return jinja_env().get_template("matrix.html.j2").render(data=data, payload=payload, title=title)
 
 
-def write_merged(report_dir: str | Path) -> Path | None:
+def write_merged(report_dir: str | Path, drawings: PlanPictures | None = None) -> Path | None:
     from harness.report.version_report import folder_lock
     with folder_lock(Path(report_dir)):
         results = load_all(report_dir)
         if not results:
             return None
-        return write_merged_from(results, Path(report_dir) / "index.html")
+        return write_merged_from(results, Path(report_dir) / "index.html", drawings=drawings)
 
 
 def write_merged_from(results: dict[str, dict], target: Path, links: dict[str, str] | None = None,
-                      title: str = "Join strategies across Spark versions") -> Path:
+                      title: str = "Join strategies across Spark versions", drawings: PlanPictures | None = None) -> Path:
     """The merged page of any labelled runs (e.g. local and cluster of one version);
     `links`: label → that run's report folder, relative to the page."""
-    atomic_write_text(target, render(matrix_data(results, links), title))
+    atomic_write_text(target, render(matrix_data(results, links, drawings), title))
     return target

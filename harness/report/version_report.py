@@ -20,6 +20,7 @@ import harness
 from harness.core.files import atomic_write_text, remove_stale_temps
 from harness.core.records import NOT_RUN
 from harness.report.pages import jinja_env, script_json
+from harness.report.plan_pictures import PlanPictures
 
 STATUS_ORDER = {"correctness": 0, "failed": 1, "error": 2, "timeout": 3, "invalid": 4, "known_bug": 5,
                 "unchecked": 6, "observed": 7, "skipped": 8, "passed": 9}
@@ -140,9 +141,9 @@ def validate_results(results: dict) -> None:
         raise ResultsInvalid(str(exc).splitlines()[0]) from None
 
 
-def render_html(results: dict) -> str:
+def render_html(results: dict, drawings: PlanPictures | None = None) -> str:
     from harness.observe.describe import expectation_words, unavailable_words
-    from harness.observe.plan_tree import pictures
+    drawings = drawings or PlanPictures()
     env = jinja_env()
     env.filters["bytes"] = lambda n: "" if n is None else f"{n:,}"
     env.filters["breakable"] = breakable
@@ -151,7 +152,7 @@ def render_html(results: dict) -> str:
     env.globals["unavailable_words"] = unavailable_words
     env.filters["estimate"] = lambda side: (f"≈ {side['printed']}" if (side.get("printed") or " B").endswith("iB")
                                             else "" if side.get("size_in_bytes") is None else f"{side['size_in_bytes']:,}")
-    drawn = {r["case_id"]: pictures(r) for r in results["cases"] if r["kind"] == "case"}
+    drawn = {r["case_id"]: drawings.of(r) for r in results["cases"] if r["kind"] == "case"}
     drawn = {case_id: picture for case_id, picture in drawn.items() if picture}
     skipped_checks = skipped_checks_by_case(results["cases"])
     folded = {check["case_id"] for check in skipped_checks.values()}
@@ -186,7 +187,8 @@ def breakable(text) -> Markup:
 
 
 def write_reports(report_dir: str | os.PathLike, records: list[dict], invalid: list[dict], shard: dict | None = None,
-                  keep_previous: bool = True, version: str | None = None) -> list[Path]:
+                  keep_previous: bool = True, version: str | None = None,
+                  drawings: PlanPictures | None = None) -> list[Path]:
     """Write this run's records into reports/<version>/ under a lock, keeping the records
     of cases this run did not run (a partial or concurrent run never erases results);
     `keep_previous=False` (a merge) writes exactly the records given."""
@@ -201,7 +203,7 @@ def write_reports(report_dir: str | os.PathLike, records: list[dict], invalid: l
         results = build_results(records + kept, invalid + kept_invalid, shard)
         validate_results(results)
         atomic_write_text(json_path, json.dumps(results, indent=1, default=str))
-        atomic_write_text(html_path, render_html(results))
+        atomic_write_text(html_path, render_html(results, drawings))
     return [json_path, html_path]
 
 

@@ -9,13 +9,14 @@ import itertools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional, Protocol
 
 from harness.core.vocab import JOIN_TYPES
 from harness.scenario.errors import ScenarioError, line_for
 from harness.scenario.schema import validate
 from harness.scenario.tables import as_hint_list, hint_name, is_stats_only
 from harness.scenario.twin import twin_data
-from harness.scenario.yaml_lines import load_yaml
+from harness.scenario.yaml_lines import parse_yaml, read_text
 
 MAX_CASES_PER_SCENARIO = 512
 DEFAULT_SEED = 42
@@ -109,23 +110,40 @@ class Case:
         return JOIN_TYPES[self.join.get("type", "inner")]
 
 
-def load_scenario(path: str | Path) -> Scenario:
+class ParsedTexts(Protocol):
+    """Where texts that parsed and validated before are kept (harness.store.parsed)."""
+
+    def recall(self, text: str) -> Optional[tuple[dict, dict]]: ...
+
+    def keep(self, text: str, data: dict, lines: dict) -> None: ...
+
+
+def load_scenario(path: str | Path, parsed: Optional[ParsedTexts] = None) -> Scenario:
+    """The file read, parsed and validated; with `parsed`, a text that passed before is
+    taken as it was then (parsing and validating depend on the text and the harness only)."""
     path = Path(path)
-    data, lines = load_yaml(path)
-    validate(path, data, lines)
+    text = read_text(path)
+    known = parsed.recall(text) if parsed is not None else None
+    if known is not None:
+        data, lines = known
+    else:
+        data, lines = parse_yaml(path, text)
+        validate(path, data, lines)
+        if parsed is not None:
+            parsed.keep(text, data, lines)
     return Scenario(path=path, data=data, lines=lines)
 
 
 _LOADED: dict = {}
 
 
-def load_once(path: Path) -> Scenario:
+def load_once(path: Path, parsed: Optional[ParsedTexts] = None) -> Scenario:
     """A scenario file loaded once per process and content: a run that decided on its
     workers from the store (harness.plugin) has read every file already."""
     stat = path.stat()
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
     if key not in _LOADED:
-        _LOADED[key] = load_scenario(path)
+        _LOADED[key] = load_scenario(path, parsed)
     return _LOADED[key]
 
 

@@ -88,7 +88,8 @@ _StrictLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:t
 _loader_for_scalars = _StrictLoader("")
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path) -> str:
+    """The file's text, refused in one line if it is too big, binary or not UTF-8."""
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise ScenarioError(path, None, "", f"file is {size} bytes; the limit is {MAX_FILE_BYTES}")
@@ -104,7 +105,10 @@ def _read_text(path: Path) -> str:
 
 
 def load_yaml(path: Path) -> tuple[Any, dict]:
-    text = _read_text(path)
+    return parse_yaml(path, read_text(path))
+
+
+def parse_yaml(path: Path, text: str) -> tuple[Any, dict]:
     try:
         loader = _StrictLoader(text)
         try:

@@ -12,6 +12,7 @@ from harness.core.options import RunOptions
 from harness.core.records import AgreementRecord, CaseRecord, ItemRecord, Observation
 from harness.scenario.model import Case, Scenario
 from harness.store import fingerprint
+from harness.store.parsed import ParsedScenarios
 from harness.store.results_store import ResultStore, RunStamp
 
 CASE, AGREEMENT = "case", "agreement"
@@ -30,6 +31,11 @@ class Reuse:
         self.fresh = fresh
         # A file's Faker pools are read once per scenario, not once per case and kind.
         self._pools: dict = {}
+
+    @functools.cached_property
+    def parsed(self) -> Optional[ParsedScenarios]:
+        """Scenario texts parsed and validated before (not recalled by a --fresh run)."""
+        return None if self.fresh else ParsedScenarios(self.store, self.stamp)
 
     @functools.cached_property
     def env(self) -> fingerprint.Environment:
