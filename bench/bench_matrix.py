@@ -9,7 +9,7 @@ with that earlier run's (bench/compare_runs.py): a speed change must not move th
 Then what the result store saves, each step timed over all the versions (`--jobs` at a
 time, 2 by default): the matrix again with nothing changed; with one scenario file's
 `expect` edited (its verdicts re-judged, nothing run); with one scenario file added
-(only its cases run); and, on the newest version, `--shard 1/2` + `--shard 2/2`
+(only its cases run: once a file of median cost, once one of the heaviest); and, on the newest version, `--shard 1/2` + `--shard 2/2`
 (executed, with a store of their own) merged and compared with the full run. The files
 edited or added are put back whatever happens (`--no-shards` leaves the shards out).
 Figures: reports/bench-matrix.json.
@@ -34,7 +34,10 @@ TARGET_S = 10 * 60  # issue 16's target for 8 versions on this 2-core machine
 ROOT = Path(__file__).resolve().parent.parent
 EDITED = ROOT / "scenarios" / "equi" / "bhj_dim_fact.yaml"
 EDIT = ("expect:\n  strategy: BroadcastHashJoin\n  build_side: right", "expect:\n  strategy: BroadcastHashJoin\n  build_side: left")
-ADDED = ROOT / "scenarios" / "equi" / "bench_added_copy.yaml"
+# Files added as copies (their cases run, nothing else): one of median cost in the suite
+# (item time on 4.3.0 about that of the median file) and one of the heaviest (200,000 rows).
+ADDED = {"median": ROOT / "scenarios" / "non_equi" / "bnl_inner_small_right.yaml",
+         "heavy": EDITED}
 
 
 def _option(argv: list[str], name: str, default=None):
@@ -124,12 +127,16 @@ def store_steps(versions: list[str], jobs: int, full: Path, with_shards: bool = 
                                       "reused": _reuse_counts(versions)}
     finally:
         EDITED.write_text(original)
-    try:
-        ADDED.write_text(original.replace("id: bhj_dim_fact", "id: bench_added_copy"))
-        steps["one file added"] = {"seconds": _timed_matrix(versions, jobs), "jobs": jobs,
-                                   "reused": _reuse_counts(versions)}
-    finally:
-        ADDED.unlink(missing_ok=True)
+    for weight, source in ADDED.items():
+        text = source.read_text()
+        scenario_id = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("id:"))
+        copy = source.with_name(f"bench_added_{weight}.yaml")
+        try:
+            copy.write_text(text.replace(f"id: {scenario_id}", f"id: bench_added_{weight}", 1))
+            steps[f"one file added ({weight}: {source.stem})"] = {
+                "seconds": _timed_matrix(versions, jobs), "jobs": jobs, "reused": _reuse_counts(versions)}
+        finally:
+            copy.unlink(missing_ok=True)
     if with_shards:
         steps["shard"] = shards_against_full(versions[-1], full)
     return steps
