@@ -13,7 +13,7 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = root.add_subparsers(dest="command", required=True)
     for add in (_diff_parser, _matrix_parser, _accept_parser, _explain_parser, _connect_parser, _cluster_parser,
-                _capture_parser, _baseline_parser, _merge_parser):
+                _capture_parser, _baseline_parser, _merge_parser, _conf_keys_parser):
         add(commands)
     return root
 
@@ -116,6 +116,17 @@ def _merge_parser(commands) -> None:
     merge.add_argument("--into", default="reports", help="the merged report folder (default: reports)")
 
 
+def _conf_keys_parser(commands) -> None:
+    keys = commands.add_parser("conf-keys", help="measure the SQL config keys each Spark version declares "
+                                                 "(harness/scenario/spark_sql_conf_keys.json)")
+    keys.add_argument("versions", nargs="*", help="Spark versions (default: the matrix's)")
+
+
+def _conf_keys(args, root) -> int:
+    from harness.deploy import conf_keys
+    return conf_keys.main(args.versions)
+
+
 def _merge(args, root) -> int:
     from harness.report import merge
     return merge.main(args.folders, args.into)
@@ -212,4 +223,5 @@ def _scale(text: str) -> float:
 
 
 COMMANDS = {"diff": _diff, "matrix": _matrix, "accept": _accept, "explain": _explain, "connect-test": _connect_test,
-            "cluster-test": _cluster_test, "capture": _capture, "baseline": _baseline, "merge": _merge}
+            "cluster-test": _cluster_test, "capture": _capture, "baseline": _baseline, "merge": _merge,
+            "conf-keys": _conf_keys}

@@ -31,6 +31,7 @@ from harness.core.files import atomic_write_text
 from harness.core.text import one_line
 from harness.observe import jvm_plans
 from harness.scenario import confs
+from harness.spark import conf_registry
 from harness.spark.query import checksum_frame
 from harness.spark.sql_guard import (
     ANALYSIS,
@@ -291,17 +292,24 @@ def _scenario(spark, frame, tables, sql, scenario_id, where) -> dict:
 
 
 def session_join_conf(spark) -> dict:
-    """The allow-listed configs the session set explicitly (its join-relevant ones)."""
+    """The configs the session set explicitly that a scenario may set (harness.scenario.confs
+    and this Spark's registry: runtime, typed or vetted, a value its converter takes)."""
     explicit = spark._jsparkSession.sessionState().conf().getAllConfs()
     converters = spark._jvm.scala.collection.JavaConverters
     values = dict(converters.mapAsJavaMapConverter(explicit).asJava())
+    registry = conf_registry.registry_of(spark)
     out = {}
     for key in sorted(values):
-        if key in confs.ALLOWED and key not in confs.DATA_CONFS:
-            try:
-                confs.check(key, values[key])
-            except confs.ConfError:
-                continue
+        declared = registry.declared(key) if key.startswith("spark.sql.") else None
+        if declared is None or declared.static or key in confs.DATA_CONFS:
+            continue
+        if declared.kind == conf_registry.STRING and key not in confs.VETTED_STRINGS:
+            continue
+        try:
+            confs.check(key, values[key])
+        except confs.ConfError:
+            continue
+        if registry.refusal(key, values[key]) is None:
             out[key] = values[key]
     return out
 

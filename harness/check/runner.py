@@ -297,6 +297,7 @@ def capture(session: Session, case: Case, execute: bool, collect_rows: bool) -> 
             observed, plan_objects = so_far.get("observed") or Observation(), so_far.get("plans") or {}
             observed.error = timeout_error(case, session) if scope.timed_out.is_set() else describe_error(exc)
         observed.warnings = scope.warnings()
+        observed.undefined_conf = list(scope.undefined) or None
     if session.unavailable and observed.unavailable is None:  # a stream, or a case cut short
         observed.unavailable = list(session.unavailable)
     return observed, plan_objects

@@ -92,6 +92,7 @@ class Observation:
     stream_batches: Optional[int] = None
     final_not_applicable: Optional[str] = None   # why a case has no final plan by design
     unavailable: Optional[list] = None   # what the deployment could not observe (Spark Connect)
+    undefined_conf: Optional[list] = None  # configs of the case this Spark does not declare (not set)
 
     def plan(self, which: str) -> Optional[PlanView]:
         return self.initial if which == "initial" else self.final
@@ -110,7 +111,7 @@ class Observation:
                    join_conf=data.get("join_conf"), timings=data.get("timings") or {},
                    warnings=data.get("warnings"), result_rows=data.get("result_rows"),
                    stream_batches=data.get("stream_batches"), final_not_applicable=data.get("final_not_applicable"),
-                   unavailable=data.get("unavailable"))
+                   unavailable=data.get("unavailable"), undefined_conf=data.get("undefined_conf"))
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {
@@ -119,7 +120,8 @@ class Observation:
             "estimates": self.estimates, "executed": self.executed, "rows": self.rows, "checksum": self.checksum,
             "error": self.error.to_json() if self.error is not None else None, "conf": self.conf,
             "timings": self.timings}
-        for key in ("join_conf", "warnings", "result_rows", "stream_batches", "final_not_applicable", "unavailable"):
+        for key in ("join_conf", "warnings", "result_rows", "stream_batches", "final_not_applicable", "unavailable",
+                    "undefined_conf"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out

@@ -115,7 +115,14 @@ def why_lines(record: dict) -> list[str]:
         lines.append(f"warning: {warning}")
     if observed.get("unavailable"):
         lines.append(unavailable_words(observed["unavailable"]))
+    if observed.get("undefined_conf"):
+        lines.append(undefined_conf_words(observed["undefined_conf"], (record.get("versions") or {}).get("spark", "?")))
     return lines
+
+
+def undefined_conf_words(keys: list, spark: str) -> str:
+    """Configs of a case that this Spark does not declare (the case ran without them)."""
+    return f"not defined on Spark {spark}: no effect: " + ", ".join(keys)
 
 
 def unavailable_words(unavailable: list) -> str:

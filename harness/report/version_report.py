@@ -142,7 +142,7 @@ def validate_results(results: dict) -> None:
 
 
 def render_html(results: dict, drawings: PlanPictures | None = None) -> str:
-    from harness.observe.describe import expectation_words, unavailable_words
+    from harness.observe.describe import expectation_words, unavailable_words, undefined_conf_words
     drawings = drawings or PlanPictures()
     env = jinja_env()
     env.filters["bytes"] = lambda n: "" if n is None else f"{n:,}"
@@ -150,6 +150,7 @@ def render_html(results: dict, drawings: PlanPictures | None = None) -> str:
     env.globals["top_join"] = top_join
     env.globals["expectation_words"] = expectation_words
     env.globals["unavailable_words"] = unavailable_words
+    env.globals["undefined_conf_words"] = undefined_conf_words
     env.filters["estimate"] = lambda side: (f"≈ {side['printed']}" if (side.get("printed") or " B").endswith("iB")
                                             else "" if side.get("size_in_bytes") is None else f"{side['size_in_bytes']:,}")
     drawn = {r["case_id"]: drawings.of(r) for r in results["cases"] if r["kind"] == "case"}

@@ -366,14 +366,9 @@ def _check_stream_shape(at: Where, data: dict) -> None:
 
 
 def _check_confs(at: Where, data: dict) -> None:
-    """Only allow-listed runtime configs, each with a value of its type."""
-    settings = [(("spark_conf", key), key, value) for key, value in data.get("spark_conf", {}).items()]
-    for tname, table in data["tables"].items():
-        settings += [(("tables", tname, "spark_conf", key), key, value)
-                     for key, value in table.get("spark_conf", {}).items()]
-    for key, values in data.get("matrix", {}).get("conf", {}).items():
-        settings += [(("matrix", "conf", key, i), key, value) for i, value in enumerate(values)]
-    for where, key, value in settings:
+    """What the file alone decides about its configs (harness.scenario.confs); the running
+    Spark's registry decides the rest at collection (harness.spark.conf_registry)."""
+    for where, key, value in confs.settings(data):
         try:
             confs.check(key, value)
         except confs.ConfError as exc:

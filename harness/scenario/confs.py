@@ -1,182 +1,126 @@
-"""The Spark SQL configs a scenario may set, each with the type of value it takes.
+"""The Spark SQL configs a scenario may set: what is decided from the file alone.
 
-A scenario file is untrusted: it may only set runtime SQL configs of the families that
-decide or affect a join (join selection, AQE, CBO and statistics, codegen, shuffle,
-caching, ANSI, time zone). Everything else is refused when the file is loaded: static
-configs (which make a per-case restore fail half-way), catalog plugins
-(`spark.sql.catalog.*`, which stay loaded for later scenarios), class names the session
-would load, file access switches. Values are checked for their type here too, so a
-threshold written as `not-a-number` is a one-line error at collection, not a run-time
-failure.
+A scenario file is untrusted. It may set a runtime `spark.sql.*` config that the running
+Spark declares and whose value is a boolean or a number (integer, long, double, size in
+bytes, duration); that part is decided at collection by Spark's own registry and each
+config's own converter (harness.spark.conf_registry). Here, without Spark: the key's
+shape, the families never allowed whatever Spark says (catalogs, extensions, listeners,
+the warehouse: they load classes or touch files, and outlive the case), the few string
+configs that are vetted with the values they may take, and the value's own shape (a
+scalar, at most 200 characters). `spark_sql_conf_keys.json` lists the keys each Spark
+version of the matrix declares, measured (`python -m harness conf-keys`): a key that
+this Spark lacks but another declares is "not defined here: no effect", not a typo.
 """
 from __future__ import annotations
 
-import difflib
+import functools
+import json
 import math
 import re
+from pathlib import Path
 
-BOOL, INT, BYTES, NUMBER, TIMEZONE, RULES = "boolean", "integer", "bytes", "number", "time zone", "rule list"
+KEYS_FILE = Path(__file__).resolve().parent / "spark_sql_conf_keys.json"
+MAX_VALUE_CHARS = 200
 
-_BYTES_TEXT = re.compile(r"^-?[0-9]+\s*([kmgtp]i?b?|b)?$", re.IGNORECASE)
 _TIMEZONE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9_+\-]*(?:/[A-Za-z0-9_+\-]+)*|[+-]\d{1,2}(?::\d{2})?)$")
 _RULES = re.compile(r"^[A-Za-z0-9_.$]+(?:\s*,\s*[A-Za-z0-9_.$]+)*$")
+TIMEZONE, RULES = "time zone id (e.g. UTC, Europe/Paris, +02:00)", "comma-separated list of optimizer rule names"
 
-
-def _enum(*values: str) -> tuple:
-    return ("one of",) + values
-
-
-ALLOWED: dict[str, object] = {
-    # join selection
-    "spark.sql.autoBroadcastJoinThreshold": BYTES,
-    "spark.sql.join.preferSortMergeJoin": BOOL,
-    "spark.sql.shuffledHashJoinFactor": INT,
-    "spark.sql.crossJoin.enabled": BOOL,
-    "spark.sql.optimizeNullAwareAntiJoin": BOOL,
-    "spark.sql.join.forceApplyShuffledHashJoin": BOOL,
-    "spark.sql.broadcastTimeout": INT,
-    "spark.sql.defaultSizeInBytes": BYTES,
-    "spark.sql.requireAllClusterKeysForCoPartition": BOOL,
-    "spark.sql.requireAllClusterKeysForDistribution": BOOL,
-    "spark.sql.sources.bucketing.enabled": BOOL,
-    "spark.sql.bucketing.coalesceBucketsInJoin.enabled": BOOL,
-    "spark.sql.sortMergeJoinExec.buffer.in.memory.threshold": INT,
-    "spark.sql.sortMergeJoinExec.buffer.spill.threshold": INT,
-    "spark.sql.cartesianProductExec.buffer.in.memory.threshold": INT,
-    "spark.sql.cartesianProductExec.buffer.spill.threshold": INT,
-    # adaptive query execution
-    "spark.sql.adaptive.enabled": BOOL,
-    "spark.sql.adaptive.forceApply": BOOL,
-    "spark.sql.adaptive.autoBroadcastJoinThreshold": BYTES,
-    "spark.sql.adaptive.advisoryPartitionSizeInBytes": BYTES,
-    "spark.sql.adaptive.coalescePartitions.enabled": BOOL,
-    "spark.sql.adaptive.coalescePartitions.parallelismFirst": BOOL,
-    "spark.sql.adaptive.coalescePartitions.minPartitionSize": BYTES,
-    "spark.sql.adaptive.coalescePartitions.minPartitionNum": INT,
-    "spark.sql.adaptive.coalescePartitions.initialPartitionNum": INT,
-    "spark.sql.adaptive.localShuffleReader.enabled": BOOL,
-    "spark.sql.adaptive.skewJoin.enabled": BOOL,
-    "spark.sql.adaptive.skewJoin.skewedPartitionFactor": NUMBER,
-    "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes": BYTES,
-    "spark.sql.adaptive.forceOptimizeSkewedJoin": BOOL,
-    "spark.sql.adaptive.nonEmptyPartitionRatioForBroadcastJoin": NUMBER,
-    "spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold": BYTES,
-    "spark.sql.adaptive.optimizeSkewsInRebalancePartitions.enabled": BOOL,
-    "spark.sql.adaptive.optimizer.excludedRules": RULES,
-    # CBO and statistics
-    "spark.sql.cbo.enabled": BOOL,
-    "spark.sql.cbo.planStats.enabled": BOOL,
-    "spark.sql.cbo.joinReorder.enabled": BOOL,
-    "spark.sql.cbo.joinReorder.dp.threshold": INT,
-    "spark.sql.cbo.joinReorder.card.weight": NUMBER,
-    "spark.sql.cbo.joinReorder.dp.star.filter": BOOL,
-    "spark.sql.cbo.starSchemaDetection": BOOL,
-    "spark.sql.cbo.starJoinFTRatio": NUMBER,
-    "spark.sql.statistics.histogram.enabled": BOOL,
-    "spark.sql.statistics.histogram.numBins": INT,
-    "spark.sql.statistics.fallBackToHdfs": BOOL,
-    # optimizer and execution
-    "spark.sql.optimizer.excludedRules": RULES,
-    "spark.sql.optimizer.dynamicPartitionPruning.enabled": BOOL,
-    "spark.sql.optimizer.runtime.bloomFilter.enabled": BOOL,
-    "spark.sql.optimizer.runtimeFilter.semiJoinReduction.enabled": BOOL,
-    "spark.sql.execution.reuseSubquery": BOOL,
-    "spark.sql.exchange.reuse": BOOL,
-    "spark.sql.execution.removeRedundantSorts": BOOL,
-    "spark.sql.execution.removeRedundantProjects": BOOL,
-    "spark.sql.execution.replaceHashWithSortAgg": BOOL,
-    "spark.sql.subexpressionElimination.enabled": BOOL,
-    "spark.sql.inMemoryColumnarStorage.compressed": BOOL,
-    "spark.sql.inMemoryColumnarStorage.batchSize": INT,
-    "spark.sql.inMemoryColumnarStorage.partitionPruning": BOOL,
-    "spark.sql.files.maxPartitionBytes": BYTES,
-    "spark.sql.files.openCostInBytes": BYTES,
-    "spark.sql.leafNodeDefaultParallelism": INT,
-    # codegen
-    "spark.sql.codegen.wholeStage": BOOL,
-    "spark.sql.codegen.fallback": BOOL,
-    "spark.sql.codegen.factoryMode": _enum("FALLBACK", "CODEGEN_ONLY", "NO_CODEGEN"),
-    "spark.sql.codegen.maxFields": INT,
-    "spark.sql.codegen.hugeMethodLimit": INT,
-    "spark.sql.codegen.splitConsumeFuncByOperator": BOOL,
-    "spark.sql.codegen.aggregate.map.twolevel.enabled": BOOL,
-    # shuffle
-    "spark.sql.shuffle.partitions": INT,
-    # semantics (these also shape generated data: see DATA_CONFS)
-    "spark.sql.ansi.enabled": BOOL,
-    "spark.sql.storeAssignmentPolicy": _enum("ANSI", "LEGACY", "STRICT"),
+# The string-valued configs a scenario may set, each with what it may take (Spark's own
+# converter checks the value again on the running version).
+VETTED_STRINGS: dict[str, object] = {
+    "spark.sql.storeAssignmentPolicy": ("ANSI", "LEGACY", "STRICT"),
+    "spark.sql.legacy.timeParserPolicy": ("EXCEPTION", "LEGACY", "CORRECTED"),
+    "spark.sql.codegen.factoryMode": ("FALLBACK", "CODEGEN_ONLY", "NO_CODEGEN"),
     "spark.sql.session.timeZone": TIMEZONE,
-    "spark.sql.caseSensitive": BOOL,
-    "spark.sql.legacy.timeParserPolicy": _enum("EXCEPTION", "LEGACY", "CORRECTED"),
+    "spark.sql.optimizer.excludedRules": RULES,
+    "spark.sql.adaptive.optimizer.excludedRules": RULES,
+    "spark.sql.streaming.multipleWatermarkPolicy": ("MIN", "MAX"),
+    "spark.sql.parquet.outputTimestampType": ("INT96", "TIMESTAMP_MICROS", "TIMESTAMP_MILLIS"),
+    "spark.sql.sources.partitionOverwriteMode": ("STATIC", "DYNAMIC"),
 }
+
+# Families refused whatever a Spark version declares: they name classes, catalogs, files
+# or listeners (loaded once, kept by the JVM after the case), or switch on what the SQL
+# guard keeps out (SQL on file paths, SET of core configs).
+REFUSED = re.compile(r"^spark\.sql\.(?:catalog\b|catalogImplementation|extensions|queryExecutionListeners|"
+                     r"streaming\.streamingQueryListeners|warehouse\.dir|hive\.|sources\.default$|"
+                     r"streaming\.checkpointLocation|streaming\.stateStore\.providerClass|runSQLOnFiles$|"
+                     r"legacy\.setCommandRejectsSparkCoreConfs$|legacy\.allowNonEmptyLocationInCTAS$|"
+                     r"[\w.]*(?:class|classes|path|dir|directory|location)$)", re.IGNORECASE)
+
+
+class ConfError(ValueError):
+    """A config a scenario may not set, or a value it cannot have (one line)."""
+
+
+def check(key: str, value) -> None:
+    """Raise ConfError unless the file alone allows setting `key` to `value` (the running
+    Spark's registry decides the rest, at collection)."""
+    if REFUSED.match(key):
+        raise ConfError(f"'{key}' is not a config a scenario may set (it names classes, catalogs, files or "
+                        "listeners, or opens file access); see README 'Security model'")
+    if isinstance(value, dict):  # {estimate_of: side, times, plus}: a size in bytes (the schema checks its shape)
+        if key in VETTED_STRINGS:
+            raise ConfError(f"'{key}' takes a {_describe(VETTED_STRINGS[key])}; only sizes in bytes may be "
+                            "given as estimate_of")
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfError(f"'{key}' takes a finite value, not {value!r}")
+    if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
+        raise ConfError(f"'{key}': a value of {len(value)} characters (at most {MAX_VALUE_CHARS}): {value[:40]!r}...")
+    if key in VETTED_STRINGS and not _fits(VETTED_STRINGS[key], value):
+        raise ConfError(f"'{key}' takes a {_describe(VETTED_STRINGS[key])}, not {value!r}")
+
+
+def _fits(kind, value) -> bool:
+    if not isinstance(value, str):
+        return False
+    if kind == TIMEZONE:
+        return len(value) < 64 and bool(_TIMEZONE.match(value))
+    if kind == RULES:
+        return bool(_RULES.match(value))
+    return value.upper() in kind
+
+
+def _describe(kind) -> str:
+    return "value " + "/".join(kind) if isinstance(kind, tuple) else kind
+
+
+@functools.lru_cache(maxsize=1)
+def measured_keys() -> dict[str, list[str]]:
+    """key → the Spark versions (of those measured) whose registry declares it."""
+    try:
+        return json.loads(KEYS_FILE.read_text(encoding="utf-8"))["keys"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
 
 # Configs under which a table's generated values (or their analysis) can differ: tables
 # are generated while they are set, and cached per worker by their values.
 DATA_CONFS = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled", "spark.sql.storeAssignmentPolicy",
               "spark.sql.caseSensitive", "spark.sql.legacy.timeParserPolicy")
 
-MAX_INT = (1 << 31) - 1
+
+def conf_text(value) -> str:
+    """A config value as Spark is given it (`true`, not `True`)."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
-class ConfError(ValueError):
-    """A config a scenario may not set, or a value of the wrong type (one line)."""
-
-
-def check(key: str, value) -> None:
-    """Raise ConfError unless a scenario may set `key` to `value`."""
-    kind = ALLOWED.get(key)
-    if kind is None:
-        close = difflib.get_close_matches(key, list(ALLOWED), n=1, cutoff=0.85)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise ConfError(f"'{key}' is not a config a scenario may set{hint}; "
-                        "see README 'Security model' for the allowed ones")
-    if isinstance(value, dict):  # {estimate_of: side, times, plus}: a size in bytes
-        if kind != BYTES:
-            raise ConfError(f"'{key}' takes a {_describe(kind)}; only sizes in bytes may be given as estimate_of")
-        return
-    if not _fits(kind, value):
-        raise ConfError(f"'{key}' takes a {_describe(kind)}, not {value!r}")
-
-
-def _fits(kind, value) -> bool:
-    if kind == BOOL:
-        return isinstance(value, bool) or (isinstance(value, str) and value.lower() in ("true", "false"))
-    if isinstance(value, bool):
-        return False
-    if kind == INT:
-        return _as_int(value) is not None and -1 <= _as_int(value) <= MAX_INT
-    if kind == BYTES:
-        if isinstance(value, int):
-            return -1 <= value < (1 << 63)
-        return isinstance(value, str) and bool(_BYTES_TEXT.match(value.strip())) and len(value) < 40
-    if kind == NUMBER:
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                return False
-        return isinstance(value, (int, float)) and math.isfinite(value)
-    if kind == TIMEZONE:
-        return isinstance(value, str) and len(value) < 64 and bool(_TIMEZONE.match(value))
-    if kind == RULES:
-        return isinstance(value, str) and len(value) < 2000 and bool(_RULES.match(value))
-    return isinstance(value, str) and value.upper() in kind[1:]
-
-
-def _as_int(value):
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,12}", value.strip()):
-        return int(value)
-    return None
-
-
-def _describe(kind) -> str:
-    if isinstance(kind, tuple):
-        return "value " + "/".join(kind[1:])
-    return {BOOL: "boolean (true/false)", INT: "whole number", BYTES: "size in bytes (e.g. 10485760 or '10MB')",
-            NUMBER: "number", TIMEZONE: "time zone id (e.g. UTC, Europe/Paris, +02:00)",
-            RULES: "comma-separated list of optimizer rule names"}[kind]
+def settings(data: dict) -> list[tuple[tuple, str, object]]:
+    """Every config a scenario sets or matches on, as (field path, key, value): the join's
+    `spark_conf`, each derived table's, each value of a `matrix.conf` axis, and the
+    configs an override's `when` names."""
+    found = [(("spark_conf", key), key, value) for key, value in data.get("spark_conf", {}).items()]
+    for name, table in data.get("tables", {}).items():
+        found += [(("tables", name, "spark_conf", key), key, value)
+                  for key, value in (table.get("spark_conf") or {}).items()]
+    for key, values in data.get("matrix", {}).get("conf", {}).items():
+        found += [(("matrix", "conf", key, i), key, value) for i, value in enumerate(values)]
+    for i, override in enumerate((data.get("expect") or {}).get("overrides", [])):
+        found += [(("expect", "overrides", i, "when", "conf", key), key, value)
+                  for key, value in ((override.get("when") or {}).get("conf") or {}).items()]
+    return found
 
 
 def data_conf(conf: dict) -> dict:

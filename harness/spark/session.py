@@ -23,6 +23,8 @@ from pathlib import Path
 from harness.core.options import RunOptions
 from harness.core.text import printable
 from harness.core.vocab import PLAN_TEXT_LIMIT
+from harness.scenario.confs import conf_text
+from harness.spark import conf_registry
 
 HINT_LOGGERS = ("org.apache.spark.sql.catalyst.analysis.HintErrorLogger",
                 "org.apache.spark.sql.catalyst.analysis.ResolveHints")
@@ -293,10 +295,6 @@ class Session:
             scope.close()
 
 
-def conf_text(value) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
-
-
 class CaseScope:
     """Configs, warnings, views, caches and the job group of one case."""
 
@@ -304,6 +302,7 @@ class CaseScope:
         self.session = session
         self.spark = session.spark
         self.saved: dict[str, str | None] = {}
+        self.undefined: list[str] = []  # configs this Spark does not declare: not set
         self.views: list[str] = []
         self.cached: list = []   # frames this case cached
         self.group = f"case-{uuid.uuid4().hex[:12]}"
@@ -369,6 +368,12 @@ class CaseScope:
             pass
 
     def set_conf(self, key: str, value) -> None:
+        if conf_registry.undefined(self.spark, [key]):
+            # a key of another Spark version: set, it would do nothing here (or, in a family
+            # Spark reads by prefix, something no registry vetted)
+            if key not in self.undefined:
+                self.undefined.append(key)
+            return
         if key not in self.saved:
             self.saved[key] = self.session._snapshot(key)
         self.spark.conf.set(key, conf_text(value))

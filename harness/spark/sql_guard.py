@@ -27,7 +27,7 @@ from harness.core.text import one_line
 from harness.scenario.errors import ScenarioError, dotted
 from harness.scenario.model import sql_texts
 from harness.scenario.tables import is_derived
-from harness.spark import datagen, derived
+from harness.spark import conf_registry, datagen, derived
 from harness.spark.sql_trees import (
     containers_serialised,
     cte_names,
@@ -193,9 +193,10 @@ def check_scenario(spark, scenario) -> None:
     on the loaded scenario, so every case and forced strategy after the first costs nothing."""
     def refusal():
         try:
+            conf_registry.check_settings(spark, scenario.data)
             _check_scenario(spark, scenario)
             return None
-        except SqlRefused as exc:
+        except (SqlRefused, conf_registry.ConfRefused) as exc:
             where, message = exc.args
             return ScenarioError(scenario.path, scenario.line_of(*where), dotted(where), message)
     once_per_session(scenario, id(spark), refusal)

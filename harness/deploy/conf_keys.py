@@ -1,0 +1,62 @@
+"""harness/scenario/spark_sql_conf_keys.json: the SQL config keys each Spark version of the
+matrix declares, read from each version's own registry (`python -m harness conf-keys`).
+
+The scenario checks use it to tell a key that this Spark does not declare but another
+does ("not defined on Spark 3.0.3: no effect": the case runs) from a misspelt one (a
+did-you-mean from this Spark's registry; the file fails). Measured, never written by hand:
+run it again when a version is added to the matrix."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from harness.core.files import atomic_write_text
+from harness.deploy import matrix
+from harness.scenario.confs import KEYS_FILE
+
+DUMP = ("import json\n"
+        "from pyspark.sql import SparkSession\n"
+        "from harness.spark.conf_registry import declared_keys\n"
+        "spark = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false').getOrCreate()\n"
+        "print('KEYS ' + json.dumps([spark.version, declared_keys(spark)]))\n"
+        "spark.stop()\n")
+
+
+def keys_of(spark: str, python: Path) -> list[str]:
+    env = dict(os.environ, PYTHONPATH=str(matrix.ROOT), PYSPARK_PYTHON=str(python))
+    if matrix.needs_java11(spark):
+        env["JAVA_HOME"] = matrix.java_home(python) or ""
+    done = subprocess.run([str(python), "-c", DUMP], capture_output=True, text=True, env=env, timeout=600,
+                          cwd=matrix.ROOT)
+    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("KEYS ")), None)
+    if line is None:
+        raise RuntimeError(f"Spark {spark}: no keys ({done.stderr.strip().splitlines()[-1:] or 'no output'})")
+    version, keys = json.loads(line[5:])
+    if version != spark:
+        raise RuntimeError(f"the environment of Spark {spark} runs Spark {version}")
+    return keys
+
+
+def keys_document(versions: list[str], by_key: dict[str, list[str]]) -> str:
+    """The file's text: one key per line, so a new version reads as a small diff."""
+    lines = [f"  {json.dumps(key)}: {json.dumps(by_key[key])}" for key in sorted(by_key)]
+    return ("{\n" f'"about": "SQL config keys each Spark version\'s own registry declares (python -m harness conf-keys)",\n'
+            f'"versions": {json.dumps(versions)},\n"keys": {{\n' + ",\n".join(lines) + "\n}}\n")
+
+
+def main(versions: list[str], log=print) -> int:
+    versions = versions or list(matrix.DEFAULT_VERSIONS)
+    by_key: dict[str, list[str]] = {}
+    for spark in versions:
+        python = matrix.ensure_env(spark, log)
+        if python is None:
+            return 1
+        keys = keys_of(spark, python)
+        log(f"Spark {spark}: {len(keys)} SQL config keys")
+        for key in keys:
+            by_key.setdefault(key, []).append(spark)
+    atomic_write_text(KEYS_FILE, keys_document(versions, by_key))
+    log(f"{len(by_key)} keys written to {KEYS_FILE}")
+    return 0

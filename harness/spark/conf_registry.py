@@ -1,0 +1,178 @@
+"""Spark's own registry of SQL configs, read from the running JVM: which keys this Spark
+declares, which of them are static, what kind of value each takes, and whether a value
+converts (the config entry's own converter, with its range checks, on this version).
+
+The registry is `SQLConf`'s map of config entries. Spark 3.2 and later expose it through
+`SQLConf.getConfigEntries`; 3.0 and 3.1 keep it in a private field, read by reflection
+(the only way those versions can be asked). Nothing here sets a config anywhere: a value
+is checked by calling the entry's converter on the text, which has no side effect."""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Optional
+
+from py4j.java_gateway import JavaObject
+
+from harness.scenario import confs
+from harness.scenario.confs import conf_text
+from harness.scenario.errors import excerpt
+
+BOOLEAN, NUMBER, STRING = "boolean", "number", "string"
+# Texts a converter is tried on to tell what it takes, in this order; the first it accepts
+# decides (a boolean converter refuses "1", a number converter refuses "true").
+PROBES = ("true", "1", "1.5", "10k", "10s")
+
+
+@dataclass(frozen=True)
+class Declared:
+    key: str
+    kind: str      # boolean, number (integer, long, double, size in bytes, duration) or string
+    static: bool   # set only when the session starts: a scenario may never set it
+
+
+class Registry:
+    """One JVM's registry (a session's), read once: entries are looked up per key."""
+
+    def __init__(self, spark):
+        self.spark = spark
+        self._entries = _entries(spark._jvm)
+        self._static = _static_keys(spark._jvm)
+        self._declared: dict[str, Optional[Declared]] = {}
+        self._keys: Optional[list[str]] = None
+
+    def keys(self) -> list[str]:
+        if self._keys is None:
+            self._keys = declared_keys(self.spark)
+        return self._keys
+
+    def declared(self, key: str) -> Optional[Declared]:
+        """What this Spark declares for `key`; None where it does not declare it."""
+        if key not in self._declared:
+            entry = self._entries.get(key)
+            self._declared[key] = None if entry is None else Declared(key, _kind(entry), key in self._static)
+        return self._declared[key]
+
+    def refusal(self, key: str, text: str) -> Optional[str]:
+        """Spark's own message when the entry's converter refuses `text`, else None."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        try:
+            entry.valueConverter().apply(text)
+        except Exception as exc:  # the converter's IllegalArgumentException, NumberFormatException, ...
+            return _first_line(exc)
+        return None
+
+
+def _sqlconf_field(jvm, name: str, java_type: str):
+    """A field of the SQLConf object, public or not; Scala mangles the names of private
+    ones on some versions (`org$apache$spark$sql$internal$SQLConf$$sqlConfEntries`)."""
+    module = getattr(getattr(jvm.org.apache.spark.sql.internal, "SQLConf$"), "MODULE$")
+    cls = jvm.java.lang.Class.forName("org.apache.spark.sql.internal.SQLConf$")
+    for field in cls.getDeclaredFields():
+        if (field.getName() == name or field.getName().endswith("$" + name)) and field.getType().getName() == java_type:
+            field.setAccessible(True)
+            return field.get(module)
+    raise RuntimeError(f"this Spark's SQLConf has no {name} that the harness can read")
+
+
+def _entries(jvm):
+    """SQLConf's map of entries: key → ConfigEntry."""
+    return _sqlconf_field(jvm, "sqlConfEntries", "java.util.Map")
+
+
+def _static_keys(jvm) -> set[str]:
+    return {str(k) for k in _sqlconf_field(jvm, "staticConfKeys", "java.util.Set")}
+
+
+def _kind(entry) -> str:
+    converter = entry.valueConverter()
+    for text in (str(entry.defaultValueString()),) + PROBES:
+        try:
+            value = converter.apply(text)
+        except Exception:
+            continue
+        if isinstance(value, JavaObject) and value.getClass().getName() == "scala.Some":
+            value = value.get()  # an optional entry's Some(value)
+        if isinstance(value, bool):
+            return BOOLEAN
+        if isinstance(value, (int, float)):
+            return NUMBER
+        return STRING
+    return STRING  # a converter that refuses every probe takes some text of its own
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(getattr(exc, "java_exception", None) or exc)
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
+    # py4j prefixes "An error occurred while calling ..."; the Java message is what says why
+    for marker in ("java.lang.IllegalArgumentException: ", "java.lang.NumberFormatException: "):
+        if marker in text:
+            line = text.split(marker, 1)[1].splitlines()[0].strip()
+            break
+    return line[:300]
+
+
+def declared_keys(spark) -> list[str]:
+    """Every key this Spark's registry declares (one JVM call)."""
+    joined = spark._jvm.java.lang.String.join("\n", _entries(spark._jvm).keySet())
+    return sorted(k for k in str(joined).split("\n") if k)
+
+
+_REGISTRIES: dict = {}
+
+
+def registry_of(spark) -> Optional[Registry]:
+    """The session's registry, read once per JVM; None where there is no JVM to ask (Spark
+    Connect: the server checks what it is given)."""
+    if getattr(spark, "_jvm", None) is None:
+        return None
+    if id(spark) not in _REGISTRIES:
+        _REGISTRIES.clear()  # one session per worker: an older one is gone
+        _REGISTRIES[id(spark)] = Registry(spark)
+    return _REGISTRIES[id(spark)]
+
+
+class ConfRefused(ValueError):
+    """(field path, one line): a config this Spark will not let a scenario set."""
+
+
+def check_settings(spark, data: dict) -> None:
+    """Raise ConfRefused for the first config of the scenario that this Spark's registry
+    refuses: static, a string config not vetted, a value its converter rejects, or a key
+    this Spark does not declare that is close to one it does (a typo). A key declared by
+    another Spark version only is left: the case runs without it (`undefined`)."""
+    registry = registry_of(spark)
+    if registry is None:
+        return
+    for where, key, value in confs.settings(data):
+        declared = registry.declared(key)
+        if declared is None:
+            if key not in confs.measured_keys():
+                close = difflib.get_close_matches(key, registry.keys(), n=1, cutoff=0.85)
+                if close:
+                    raise ConfRefused(where, f"'{key}' is not a config of Spark {spark.version} "
+                                             f"(did you mean '{close[0]}'?)")
+            continue
+        if declared.static:
+            raise ConfRefused(where, f"'{key}' is a static config of Spark {spark.version} (set when the session "
+                                     "starts): a scenario may not set it")
+        if declared.kind == STRING and key not in confs.VETTED_STRINGS:
+            raise ConfRefused(where, f"'{key}' takes a string on Spark {spark.version}: only booleans, numbers, "
+                                     "sizes, durations and the vetted string configs may be set (see README "
+                                     "'Configs a scenario may set')")
+        if isinstance(value, dict):  # sized by an estimate: a size in bytes
+            if declared.kind != NUMBER or registry.refusal(key, "1k") is not None:
+                raise ConfRefused(where, f"'{key}' does not take a size in bytes on Spark {spark.version}: "
+                                         "only sizes may be given as estimate_of")
+            continue
+        refused = registry.refusal(key, conf_text(value))
+        if refused is not None:
+            raise ConfRefused(where, f"Spark {spark.version} refuses {excerpt(conf_text(value))} for '{key}': {refused}")
+
+
+def undefined(spark, keys) -> list[str]:
+    """The keys this Spark does not declare (set, they would do nothing: they are not set)."""
+    registry = registry_of(spark)
+    return [] if registry is None else [key for key in keys if registry.declared(key) is None]
