@@ -137,6 +137,26 @@ def test_add_jar_and_a_call_into_it_are_refused(session, write_scenario, tmp_pat
     assert "evil.jar" not in str(session.spark.sparkContext._jsc.sc().listJars().mkString(","))
 
 
+@pytest.mark.parametrize("text, field", [
+    (with_sql("SELECT * FROM a JOIN b ON a.k = b.k; SELECT 1"), "join.sql"),
+    (with_sql("SELEC * FROM a"), "join.sql"),
+    (MINIMAL.replace("join:", "  fa:\n    from: a\n    steps:\n      - filter: \"k >\"\njoin:"), "tables.fa.steps[0].filter"),
+    (MINIMAL.replace("join:", "  fa:\n    from: a\n    steps:\n      - select: [\"k +\"]\njoin:"), "tables.fa.steps[0].select[0]"),
+])
+def test_sql_that_does_not_parse_is_a_collection_error(session, write_scenario, text, field):
+    message = refusal(session, write_scenario, text)
+    assert f": {field}: does not parse on Spark {session.spark.version}: " in message, message
+    assert len(message) < 500
+
+
+def test_sql_that_does_not_parse_runs_when_the_file_expects_an_error(session, write_scenario):
+    """A syntax some versions refuse is what those versions observe, when expected."""
+    from harness.spark.sql_guard import check_scenario
+    text = with_sql("SELEC * FROM a").replace("expect:\n  strategy: BroadcastHashJoin\n",
+                                               "expect:\n  error: {class: ParseException}\n")
+    check_scenario(session.spark, load_scenario(write_scenario(text)))
+
+
 def test_plain_scenario_sql_still_passes(session, write_scenario):
     from harness.spark.sql_guard import check_scenario
     sql = ("WITH hot AS (SELECT k, count(*) AS n FROM a GROUP BY k) "

@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 
 from harness.scenario.checks import check_semantics
-from harness.scenario.errors import ScenarioError, did_you_mean, dotted, line_for
+from harness.scenario.errors import ScenarioError, did_you_mean, dotted, excerpt, line_for
 from harness.scenario.tables import is_derived, is_literal, is_stats_only
 
 # The contract ships inside the package; the top-level schemas/ holds the same file.
@@ -69,6 +69,12 @@ def _table_shape_problem(table: dict) -> tuple[tuple, str] | None:
     return None
 
 
+# Schema limits on a value's size: said with its count, not by quoting the value.
+SIZE_LIMITS = {"maxItems": ("items", "at most"), "minItems": ("items", "at least"),
+               "maxProperties": ("entries", "at most"), "minProperties": ("entries", "at least"),
+               "maxLength": ("characters", "at most"), "minLength": ("characters", "at least")}
+
+
 def _schema_error(path: Path, lines: dict, error: jsonschema.ValidationError) -> ScenarioError:
     where = tuple(error.absolute_path)
     if error.validator == "oneOf" and len(where) == 2 and where[0] == "tables" and isinstance(error.instance, dict):
@@ -98,6 +104,12 @@ def _schema_error(path: Path, lines: dict, error: jsonschema.ValidationError) ->
         message = error.message
     elif error.validator == "maxProperties" and error.validator_value == 1:
         message = f"one operation per step ({', '.join(error.instance)}): write each as its own list item"
+    elif error.validator in SIZE_LIMITS and hasattr(error.instance, "__len__"):
+        # the limit and the count, never the value itself (10,001 rows, 400 tables)
+        what, bound = SIZE_LIMITS[error.validator]
+        message = f"{len(error.instance):,} {what}; {bound} {error.validator_value:,}"
+    elif len(repr(error.instance)) > 60:
+        message = message.replace(repr(error.instance), excerpt(error.instance))
     if len(message) > 300:
         message = message[:297] + "..."
     return ScenarioError(path, line_for(lines, field_path), dotted(field_path), message)

@@ -9,6 +9,7 @@ is checked by calling the entry's converter on the text, which has no side effec
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -36,14 +37,14 @@ class Registry:
 
     def __init__(self, spark):
         self.spark = spark
-        self._entries = _entries(spark._jvm)
+        self._entries = _Entries(spark._jvm)
         self._static = _static_keys(spark._jvm)
         self._declared: dict[str, Optional[Declared]] = {}
         self._keys: Optional[list[str]] = None
 
     def keys(self) -> list[str]:
         if self._keys is None:
-            self._keys = declared_keys(self.spark)
+            self._keys = self._entries.keys(self.spark._jvm)
         return self._keys
 
     def declared(self, key: str) -> Optional[Declared]:
@@ -77,9 +78,46 @@ def _sqlconf_field(jvm, name: str, java_type: str):
     raise RuntimeError(f"this Spark's SQLConf has no {name} that the harness can read")
 
 
-def _entries(jvm):
-    """SQLConf's map of entries: key → ConfigEntry."""
-    return _sqlconf_field(jvm, "sqlConfEntries", "java.util.Map")
+class _Entries:
+    """Every config entry SQLConf defines: its map of registered entries, and the entries
+    it defines without registering them (Spark 4.3 builds some from a config file,
+    `buildConfFromConfigFile`: `spark.sql.shuffledHashJoinFactor` is one, and Spark reads
+    it like any other)."""
+
+    def __init__(self, jvm):
+        self.registered = _sqlconf_field(jvm, "sqlConfEntries", "java.util.Map")
+        self.unregistered = _unregistered_entries(jvm)
+
+    def get(self, key: str):
+        entry = self.registered.get(key)
+        return entry if entry is not None else self.unregistered.get(key)
+
+    def keys(self, jvm) -> list[str]:
+        joined = str(jvm.java.lang.String.join("\n", self.registered.keySet()))
+        return sorted(set(k for k in joined.split("\n") if k) | set(self.unregistered))
+
+
+# Field types of SQLConf's own entries that its map holds; a field of another entry type
+# may hold one it does not.
+REGISTERED_TYPES = ("ConfigEntry", "OptionalConfigEntry", "FallbackConfigEntry")
+_FIELD = re.compile(r"org\.apache\.spark\.internal\.config\.(\w*ConfigEntry) "
+                    r"org\.apache\.spark\.sql\.internal\.SQLConf\$\.(\w+)")
+
+
+def _unregistered_entries(jvm) -> dict:
+    cls = jvm.java.lang.Class.forName("org.apache.spark.sql.internal.SQLConf$")
+    module = getattr(getattr(jvm.org.apache.spark.sql.internal, "SQLConf$"), "MODULE$")
+    declared = "\n".join(str(field.toString()) for field in cls.getDeclaredFields())
+    found = {}
+    for kind, name in _FIELD.findall(declared):
+        if kind in REGISTERED_TYPES:
+            continue
+        field = cls.getDeclaredField(name)
+        field.setAccessible(True)
+        entry = field.get(module)
+        if entry is not None:
+            found[str(entry.key())] = entry
+    return found
 
 
 def _static_keys(jvm) -> set[str]:
@@ -115,9 +153,8 @@ def _first_line(exc: Exception) -> str:
 
 
 def declared_keys(spark) -> list[str]:
-    """Every key this Spark's registry declares (one JVM call)."""
-    joined = spark._jvm.java.lang.String.join("\n", _entries(spark._jvm).keySet())
-    return sorted(k for k in str(joined).split("\n") if k)
+    """Every key this Spark's registry declares."""
+    return _Entries(spark._jvm).keys(spark._jvm)
 
 
 _REGISTRIES: dict = {}

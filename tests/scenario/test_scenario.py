@@ -147,3 +147,12 @@ def test_literal_values_out_of_range_or_not_dates_are_load_errors(write_scenario
     load_scenario(write_scenario(base))
     assert "'4294967296' is not a int" in error_of(write_scenario, base.replace("[1, ", "[4294967296, "))
     assert "'2024-02-30' is not a date" in error_of(write_scenario, base.replace("2024-01-31", "2024-02-30"))
+
+
+def test_a_value_over_a_size_limit_is_said_with_its_count_not_quoted(write_scenario):
+    rows = "\n".join(f"      - [{i}]" for i in range(10_001))
+    message = error_of(write_scenario, MINIMAL.replace("join:", f"  lit:\n    schema: {{k: long}}\n    values:\n{rows}\njoin:"))
+    assert message.endswith("tables.lit.values: 10,001 items; at most 10,000")
+    tables = "".join(f"  t{i}:\n    rows: 1\n    columns:\n      k: {{sequence: {{}}}}\n" for i in range(400))
+    message = error_of(write_scenario, MINIMAL.replace("tables:\n", "tables:\n" + tables))
+    assert message.endswith("tables: 402 entries; at most 16") and len(message) < 120
