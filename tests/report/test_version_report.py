@@ -5,7 +5,7 @@ import re
 from harness.check.runner import run_case
 from harness.report import version_report
 from harness.scenario.model import expand, load_scenario
-from tests.conftest import MINIMAL, fake_record
+from tests.conftest import MINIMAL, fake_record, fake_results
 
 
 def test_real_run_writes_valid_reports(session, write_scenario, tmp_path):
@@ -60,3 +60,14 @@ def test_strategy_names_may_wrap_between_words():
     from tests.conftest import fake_record, fake_results
     page = version_report.render_html(fake_results([fake_record("c[inner]", "BroadcastNestedLoopJoin", "right")]))
     assert "Broadcast<wbr>Nested<wbr>Loop<wbr>Join" in page and "td.plan { overflow-wrap: anywhere; }" in page
+
+
+def test_configs_the_version_does_not_declare_are_said_on_both_pages_and_under_a_failure():
+    from harness.observe.describe import why_lines
+    from harness.report.merged import matrix_data
+    record = fake_record("c[inner]", spark="3.0.3", undefined_conf=["spark.sql.adaptive.coalescePartitions.minPartitionSize"])
+    words = "not defined on Spark 3.0.3: no effect: spark.sql.adaptive.coalescePartitions.minPartitionSize"
+    assert words in version_report.render_html(fake_results([record], spark="3.0.3"))
+    cell = matrix_data({"3.0.3": fake_results([record], spark="3.0.3")})["rows"][0]["cells"]["3.0.3"]
+    assert cell["detail"]["undefined_conf"] == words
+    assert words in why_lines(record)
