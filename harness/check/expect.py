@@ -25,7 +25,7 @@ from harness.scenario.model import Case
 from harness.scenario.tables import as_hint_list, hint_name
 
 EXPECTATION_KEYS = ("strategy", "build_side", "joins", "plan", "rows", "checksum", "result_rows",
-                    "error", "warnings", "estimates", "operators")
+                    "error", "warnings", "estimates", "operators", "shuffles")
 # Keys that can only be checked by running the query.
 EXECUTION_KEYS = ("rows", "checksum", "result_rows")
 
@@ -269,6 +269,24 @@ def _estimate_range(side: dict) -> tuple[int, int]:
     return size - step // 20, size + step // 20
 
 
+def _plan_names(plan_mode: str) -> list[str]:
+    return {"initial": ["initial"], "final": ["final"], "both": ["initial", "final"]}[plan_mode]
+
+
+def _checked_views(expected: dict, observed: Observation) -> list:
+    return [observed.checked_plan(which) for which in _plan_names(expected.get("plan", "initial"))]
+
+
+def _compare_shuffles(expected: dict, joins: list[dict], which: str) -> list[str]:
+    top = joins[0] if joins else None
+    if top is None:
+        return [f"{which} plan: no join to count the shuffles below"]
+    got = top.get("shuffles") or {}
+    return [f"{which} plan: expected {want} shuffle exchange(s) below the {side} side of "
+            f"{describe_join(top)}, observed {got.get(side)}"
+            for side, want in expected.items() if got.get(side) != want]
+
+
 def not_checkable(expected: dict, observed: Observation) -> list[str]:
     """The expectations this observation cannot decide (what the deployment could not
     see), each named: never passed, never failed, reported as not checkable."""
@@ -281,6 +299,9 @@ def not_checkable(expected: dict, observed: Observation) -> list[str]:
         out.append("warnings")
     if "operators" in expected and "operators" in gone:
         out.append("operators")
+    if "shuffles" in expected and not all((view.joins[0].get("shuffles") if view.joins else {}) is not None
+                                          for view in _checked_views(expected, observed)):
+        out.append("shuffles")
     final_checked = plan_mode in ("final", "both") and any(k in expected for k in ("strategy", "build_side", "joins"))
     if final_checked and observed.final is None and "final" in gone:
         out.append("final plan")
@@ -343,6 +364,9 @@ def _compare(expected: dict, observed: Observation, unchecked: set = frozenset()
         problems += _compare_warnings(expected["warnings"], observed.warnings or [])
     if "operators" in expected and "operators" not in unchecked:
         problems += _compare_operators(expected["operators"], observed.checked_plan(plan_mode).operators or {})
+    if "shuffles" in expected and "shuffles" not in unchecked:
+        for which, view in zip(_plan_names(plan_mode), _checked_views(expected, observed)):
+            problems += _compare_shuffles(expected["shuffles"], view.joins, which)
     if "estimates" in expected and "estimates" not in unchecked:
         estimates = observed.estimates or []
         top = estimates[0] if estimates else None

@@ -38,6 +38,8 @@ def expectation_words(expected: dict | None) -> str:
     parts += _warning_words(expected.get("warnings"))
     if "operators" in expected:
         parts.append("operators " + ", ".join(f"{k} {v}" for k, v in expected["operators"].items()))
+    if "shuffles" in expected:
+        parts.append("shuffles below " + ", ".join(f"{side} {n}" for side, n in expected["shuffles"].items()))
     for side, bounds in (expected.get("estimates") or {}).items():
         limits = [f"≥ {bounds['min']:,} B" if "min" in bounds else "", f"≤ {bounds['max']:,} B" if "max" in bounds else ""]
         parts.append(f"{side} estimate " + " and ".join(x for x in limits if x))

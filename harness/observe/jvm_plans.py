@@ -24,6 +24,7 @@ class JoinNode:
     null_aware: bool = False
     skew: bool = False               # AQE split skewed partitions of this join
     tables: list | None = None       # catalog tables below it, when asked for
+    shuffles: dict | None = None     # {"left": n, "right": n}: shuffle exchanges below each side
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -83,26 +84,36 @@ def _join_node(node, kind: str) -> JoinNode:
 
 
 def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]:
-    """Every join operator of a physical plan, pre-order. With `table_names` (catalog
-    table → scenario name), each join also lists the tables below it: the join order."""
+    """Every join operator of a physical plan, pre-order, each with the shuffle exchanges
+    below each of its sides (what bucketing or a reused partitioning saves). With
+    `table_names` (catalog table → scenario name), each join also lists the tables below
+    it: the join order."""
     found: list[JoinNode] = []
 
-    def visit(node) -> set:
+    def visit(node) -> tuple[set, int]:
+        """(tables, shuffle exchanges) of the subtree."""
         kind = _kind(node)
         if table_names is not None and kind.startswith("Scan "):  # FileSourceScanExec: "Scan parquet <table>"
             table = _safe_str(lambda: node.tableIdentifier().get().table())
-            return {table_names.get(table, table)} if table else set()
+            return ({table_names.get(table, table)} if table else set()), 0
         join = None
         if kind in JOIN_OPERATORS:
             join = _join_node(node, kind)
             found.append(join)
-        below = set().union(*[visit(child) for child in _children(node, kind)])
+        below = [visit(child) for child in _children(node, kind)]
+        if join is not None and len(below) == 2:
+            join.shuffles = {"left": below[0][1], "right": below[1][1]}
+        tables = set().union(*[t for t, _ in below])
         if join is not None and table_names is not None:
-            join.tables = sorted(below)
-        return below
+            join.tables = sorted(tables)
+        return tables, sum(n for _, n in below) + (1 if kind == SHUFFLE_EXCHANGE else 0)
 
     visit(physical_plan)
     return found
+
+
+# ShuffleExchangeExec's node name (a BroadcastExchange is not a shuffle)
+SHUFFLE_EXCHANGE = "Exchange"
 
 
 def top_join(physical_plan) -> dict:

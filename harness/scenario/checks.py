@@ -401,7 +401,34 @@ def _check_patterns(at: Where, data: dict) -> None:
 
 
 # What a schema cannot say, one rule each, in the order a person fixes a file.
-SEMANTIC_CHECKS = (_check_join_tables, _check_derived, _check_literal_rows, _check_stats, _check_columns,
+def _check_layouts(at: Where, data: dict) -> None:
+    """`bucket_by` and `partition_by` name columns of their table, on a catalog table."""
+    for name, table in data["tables"].items():
+        layout = {key: table[key] for key in ("bucket_by", "partition_by") if key in table}
+        if not layout:
+            continue
+        where = ("tables", name)
+        if table.get("materialize") != "catalog":
+            raise at.error(where + (next(iter(layout)),),
+                           "a bucketed or partitioned layout needs `materialize: catalog` (a table in the catalog)")
+        columns = list(table.get("columns") or table.get("schema") or {})
+        named = []
+        if "bucket_by" in layout:
+            named += [(where + ("bucket_by", "columns", i), c) for i, c in enumerate(layout["bucket_by"]["columns"])]
+            named += [(where + ("bucket_by", "sort_by", i), c)
+                      for i, c in enumerate(layout["bucket_by"].get("sort_by", []))]
+        named += [(where + ("partition_by", i), c) for i, c in enumerate(layout.get("partition_by", []))]
+        for field_path, column in named:
+            if column not in columns:
+                raise at.error(field_path, f"'{column}' is not a column of table '{name}'{did_you_mean(column, columns)}")
+        partition = set(layout.get("partition_by", []))
+        if partition and partition >= set(columns):
+            raise at.error(where + ("partition_by",), "a table cannot be partitioned by all of its columns")
+        if partition & set(layout.get("bucket_by", {}).get("columns", [])):
+            raise at.error(where + ("bucket_by", "columns"), "a bucket column cannot also be a partition column")
+
+
+SEMANTIC_CHECKS = (_check_join_tables, _check_derived, _check_literal_rows, _check_stats, _check_columns, _check_layouts,
                    _check_join_columns, _check_stream_shape, _check_plan_only, _check_synthetic, _check_all_hints, _check_confs,
                    _check_version_specifiers, _check_patterns)
 

@@ -31,9 +31,11 @@ def scenario_validator():
 # The kinds of table: the fields that make one, and every field it may have.
 TABLE_KINDS = {
     "statistics-only": (("schema", "stats"), ("schema", "stats")),
-    "literal": (("schema", "values"), ("schema", "values", "materialize", "analyze", "filter")),
+    "literal": (("schema", "values"), ("schema", "values", "materialize", "analyze", "filter", "bucket_by",
+                                       "partition_by")),
     "derived": ((), ("from", "sql", "join", "steps", "spark_conf")),
-    "generated": (("rows", "columns"), ("rows", "columns", "partitions", "materialize", "analyze", "filter")),
+    "generated": (("rows", "columns"), ("rows", "columns", "partitions", "materialize", "analyze", "filter",
+                                        "bucket_by", "partition_by")),
 }
 
 

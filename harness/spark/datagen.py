@@ -378,10 +378,23 @@ def _table_exists(spark, table: str) -> bool:
     return jsession.catalog().tableExists(table) if jsession is not None else spark.catalog.tableExists(table)
 
 
-def _catalog_table(spark, table: str, df, analyze: str | None):
+def _layout(writer, spec: dict):
+    """Spark's own bucketBy/sortBy/partitionBy for the table's declared layout."""
+    bucket = spec.get("bucket_by")
+    if bucket:
+        columns = bucket["columns"]
+        writer = writer.bucketBy(bucket["buckets"], columns[0], *columns[1:])
+        if bucket.get("sort_by"):
+            writer = writer.sortBy(bucket["sort_by"][0], *bucket["sort_by"][1:])
+    if spec.get("partition_by"):
+        writer = writer.partitionBy(*spec["partition_by"])
+    return writer
+
+
+def _catalog_table(spark, table: str, df, analyze: str | None, spec: dict | None = None):
     if not _table_exists(spark, table):
         try:
-            df.write.format("parquet").saveAsTable(table)
+            _layout(df.write.format("parquet"), spec or {}).saveAsTable(table)
         except Exception:
             # Through Spark Connect the warehouse is the server's, shared by every worker's
             # session: another worker may have created the same table meanwhile (the same
@@ -427,7 +440,7 @@ def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, 
             os.replace(staging, target)
         df = spark.read.parquet(str(target))
     elif mode == "catalog":
-        df = _catalog_table(spark, catalog_table_name(seed, name, spec, data_conf), df, spec.get("analyze"))
+        df = _catalog_table(spark, catalog_table_name(seed, name, spec, data_conf), df, spec.get("analyze"), spec)
     elif mode == "local":
         if rows > LOCAL_ROWS_LIMIT:
             raise DataGenError(f"materialize: local holds the rows on the driver; at most {LOCAL_ROWS_LIMIT} rows")
