@@ -215,3 +215,17 @@ def test_an_estimate_the_printed_plan_did_not_give_is_not_checkable():
     want = {"plan": "initial", "estimates": {"left": {"max": 100}}}
     assert expect.not_checkable(want, blank) == ["left estimate"]
     assert expect.compare(want, blank) == []
+
+
+def test_shuffles_below_each_side_of_the_top_join():
+    smj = {"strategy": "SortMergeJoin", "build_side": "none", "join_type": "Inner", "left_keys": "", "right_keys": "",
+           "condition": "", "null_aware": False}
+    seen = Observation.from_json({"initial": {"joins": [{**smj, "shuffles": {"left": 0, "right": 1}}]},
+                                  "final": {"joins": [{**smj, "shuffles": {"left": 1, "right": 1}}]}})
+    assert expect.compare({"plan": "initial", "shuffles": {"left": 0, "right": 1}}, seen) == []
+    assert expect.compare({"plan": "final", "shuffles": {"left": 0}}, seen) == \
+        ["final plan: expected 0 shuffle exchange(s) below the left side of SortMergeJoin, observed 1"]
+    assert len(expect.compare({"plan": "both", "shuffles": {"left": 0, "right": 1}}, seen)) == 1
+    # a plan read from printed text (Spark Connect) has no counts: not checkable, never passed
+    printed = Observation.from_json({"initial": {"joins": [smj]}, "unavailable": ["warnings"]})
+    assert expect.not_checkable({"plan": "initial", "shuffles": {"left": 0}}, printed) == ["shuffles"]

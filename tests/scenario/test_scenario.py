@@ -156,3 +156,24 @@ def test_a_value_over_a_size_limit_is_said_with_its_count_not_quoted(write_scena
     tables = "".join(f"  t{i}:\n    rows: 1\n    columns:\n      k: {{sequence: {{}}}}\n" for i in range(400))
     message = error_of(write_scenario, MINIMAL.replace("tables:\n", "tables:\n" + tables))
     assert message.endswith("tables: 402 entries; at most 16") and len(message) < 120
+
+
+@pytest.mark.parametrize("layout, says", [
+    ("    materialize: catalog\n    bucket_by: {columns: [kk], buckets: 4}\n",
+     "tables.a.bucket_by.columns[0]: 'kk' is not a column of table 'a' (did you mean 'k'?)"),
+    ("    bucket_by: {columns: [k], buckets: 4}\n", "tables.a.bucket_by: a bucketed or partitioned layout needs `materialize: catalog`"),
+    ("    materialize: catalog\n    bucket_by: {columns: [k], buckets: 0}\n", "tables.a.bucket_by.buckets: "),
+    ("    materialize: catalog\n    bucket_by: {columns: [k], buckets: 100001}\n", "tables.a.bucket_by.buckets: "),
+    ("    materialize: catalog\n    bucket_by: {columns: [k], buckets: 4, sort_by: [v]}\n",
+     "tables.a.bucket_by.sort_by[0]: 'v' is not a column of table 'a'"),
+    ("    materialize: catalog\n    partition_by: [k]\n", "tables.a.partition_by: a table cannot be partitioned by all of its columns"),
+])
+def test_bucket_and_partition_layouts_are_checked_at_collection(write_scenario, layout, says):
+    text = MINIMAL.replace("      k: {key: {cardinality: 10}}\n", "      k: {key: {cardinality: 10}}\n" + layout, 1)
+    message = error_of(write_scenario, text)
+    assert says in message, message
+
+
+def test_a_layout_on_a_derived_table_is_refused(write_scenario):
+    text = MINIMAL.replace("join:", "  d:\n    from: a\n    bucket_by: {columns: [k], buckets: 4}\njoin:")
+    assert "tables.d" in error_of(write_scenario, text)
