@@ -173,8 +173,21 @@ def join_nodes(plan: PrintedPlan, table_names: dict | None = None) -> list[JoinN
         if join is not None:
             if table_names is not None:
                 join.tables = sorted(_tables_below(node, table_names))
+            if len(node["children"]) == 2:
+                join.shuffles = {side: _shuffles_below(child) for side, child in zip(("left", "right"), node["children"])}
             found.append(join)
     return found
+
+
+def _shuffles_below(node: dict) -> int:
+    """Shuffle exchanges in a printed subtree, as jvm_plans counts them (a reused shuffle
+    prints as `ReusedExchange [...], Exchange ...` without its subtree)."""
+    count = 0
+    for below in _walk(node):
+        operator = re.sub(r"^\*\(\d+\)\s*", "", below["name"]).split(" ")[0].split("(")[0]
+        if operator == "Exchange" or (operator == "ReusedExchange" and ", Exchange " in below["text"]):
+            count += 1
+    return count
 
 
 def _tables_below(node: dict, table_names: dict) -> set:
