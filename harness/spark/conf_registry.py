@@ -2,10 +2,10 @@
 declares, which of them are static, what kind of value each takes, and whether a value
 converts (the config entry's own converter, with its range checks, on this version).
 
-The registry is `SQLConf`'s map of config entries. Spark 3.2 and later expose it through
-`SQLConf.getConfigEntries`; 3.0 and 3.1 keep it in a private field, read by reflection
-(the only way those versions can be asked). Nothing here sets a config anywhere: a value
-is checked by calling the entry's converter on the text, which has no side effect."""
+The registry is `SQLConf`'s map of config entries, a private field on every version from
+3.0 (its name mangled by Scala on later ones), read by reflection: the one way all of
+them can be asked. Nothing here sets a config anywhere: a value is checked by calling the
+entry's converter on the text, which has no side effect."""
 from __future__ import annotations
 
 import difflib
