@@ -21,13 +21,13 @@ from harness.core.files import TEMP_MARK
 from harness.core.options import RunOptions
 from harness.core.text import display_path, one_line
 from harness.report import version_report
+from harness.report.plan_pictures import PlanPictures
 from harness.report.progress import GUESS_S, Progress
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import expand, load_once, load_scenario, scenario_files
 from harness.spark.session import NO_SESSION, SessionUnavailable
 from harness.store import shards
 from harness.store.results_store import DEFAULT_FOLDER, RunStamp, StoreWarning
-from harness.report.plan_pictures import PlanPictures
 from harness.store.reuse import AGREEMENT, CASE, Reuse, open_reuse
 
 RECORD_KEY = "harness_record"
@@ -489,7 +489,7 @@ class HarnessReporter:
             return
         invalid = [{"file": nodeid, "message": message} for nodeid, message in self.invalid.items()]
         report_dir = self.config.getoption("report_dir")
-        drawings = PlanPictures(reuse.store if reuse is not None else None)
+        drawings = PlanPictures()  # one drawing per distinct plan, for both pages
         try:
             self.written = version_report.write_reports(report_dir, list(self.records.values()), invalid,
                                                         shard=self.shard, drawings=drawings)

@@ -189,10 +189,7 @@ def main(versions: list[str], report_dir: str = "reports", workers: str = "2", e
     log(f"suites {clock(timings['suite_s'])} ({clock(timings['suites_wall_s'])} wall, {jobs} at a time), "
         f"environments {clock(env_seconds)}, total {clock(timings['total_s'])}")
     from harness.report import diff, merged
-    from harness.report.plan_pictures import PlanPictures
-    from harness.store.results_store import ResultStore
-    drawings = PlanPictures(ResultStore(store, lambda _: None))  # drawn by the versions' own pages
-    log(f"merged report: {merged.write_merged(report_dir, drawings)}")
+    log(f"merged report: {merged.write_merged(report_dir)}")
     for spark in (r["spark"] for r in runs):
         for line in known_bugs(report_dir, spark):
             log(f"Spark {spark}: known bug {line}")

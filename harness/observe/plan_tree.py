@@ -143,6 +143,14 @@ def _ran_section(sections: dict, adaptive_final: bool) -> dict | None:
     return sections.get("final") or sections.get("current") or (sections.get("plan") if adaptive_final else None)
 
 
+def picture_inputs(record: dict) -> list:
+    """What `pictures` reads of a record: two records with equal inputs draw the same."""
+    observed = record.get("observed") or {}
+    return [(observed.get("initial") or {}).get("text"), (observed.get("final") or {}).get("text"),
+            (observed.get("estimates") or [None])[0], (observed.get("final") or {}).get("runtime"),
+            (observed.get("join_conf") or {}).get("spark.sql.autoBroadcastJoinThreshold")]
+
+
 def pictures(record: dict) -> dict | None:
     """What the plan pictures of one case record draw: the initial plan's tree and, where
     the case ran, the final plan's (None where it is the initial one again), with the top

@@ -142,7 +142,11 @@ def validate_results(results: dict) -> None:
 
 
 def render_html(results: dict, drawings: PlanPictures | None = None) -> str:
-    from harness.observe.describe import expectation_words, unavailable_words, undefined_conf_words
+    from harness.observe.describe import (
+        expectation_words,
+        unavailable_words,
+        undefined_conf_words,
+    )
     drawings = drawings or PlanPictures()
     env = jinja_env()
     env.filters["bytes"] = lambda n: "" if n is None else f"{n:,}"

@@ -12,7 +12,13 @@ from typing import Any
 import jsonschema
 
 from harness.scenario.checks import check_semantics
-from harness.scenario.errors import ScenarioError, did_you_mean, dotted, excerpt, line_for
+from harness.scenario.errors import (
+    ScenarioError,
+    did_you_mean,
+    dotted,
+    excerpt,
+    line_for,
+)
 from harness.scenario.tables import is_derived, is_literal, is_stats_only
 
 # The contract ships inside the package; the top-level schemas/ holds the same file.

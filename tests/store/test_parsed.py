@@ -2,7 +2,6 @@
 again, anything else is, and a file that fails is never kept."""
 import pytest
 
-from harness.report.plan_pictures import PlanPictures
 from harness.scenario import model
 from harness.scenario.errors import ScenarioError
 from harness.store import fingerprint
@@ -64,16 +63,3 @@ def test_a_file_that_fails_is_never_kept(tmp_path, parsed):
         with pytest.raises(ScenarioError, match="rows"):
             model.load_scenario(_write(tmp_path, bad), parsed)
     assert parsed.recall(bad) is None
-
-
-def test_plan_pictures_are_drawn_once_per_observation_and_kept(tmp_path, monkeypatch):
-    store = ResultStore(tmp_path / "cache", pytest.fail)
-    record = {"kind": "case", "case_id": "c", "observed": {"initial": {"text": "== Physical Plan ==\n"
-              "*(1) BroadcastHashJoin [k#1L], [k#2L], Inner, BuildRight, false\n:- *(1) Range (0, 10, step=1, splits=1)\n"
-              "+- BroadcastExchange HashedRelationBroadcastMode(List(input[0, bigint, false]),false), [plan_id=9]\n"
-              "   +- *(1) Range (0, 5, step=1, splits=1)\n"}}}
-    drawn = PlanPictures(store).of(record)
-    assert drawn and drawn["initial"]
-    monkeypatch.setattr("harness.report.plan_pictures.pictures", lambda r: pytest.fail("drawn again"))
-    assert PlanPictures(store).of(record) == drawn
-    assert PlanPictures(store).of({**record, "kind": "agreement"}) is None
