@@ -209,7 +209,8 @@ def check_settings(spark, data: dict) -> None:
             raise ConfRefused(where, f"Spark {spark.version} refuses {excerpt(conf_text(value))} for '{key}': {refused}")
 
 
-def undefined(spark, keys) -> list[str]:
-    """The keys this Spark does not declare (set, they would do nothing: they are not set)."""
+def declared_here(spark, key: str) -> bool:
+    """Whether this Spark declares `key`; True where there is no registry to ask (Spark
+    Connect: the server takes what it is given)."""
     registry = registry_of(spark)
-    return [] if registry is None else [key for key in keys if registry.declared(key) is None]
+    return registry is None or registry.declared(key) is not None

@@ -368,9 +368,9 @@ class CaseScope:
             pass
 
     def set_conf(self, key: str, value) -> None:
-        if conf_registry.undefined(self.spark, [key]):
-            # a key of another Spark version: set, it would do nothing here (or, in a family
-            # Spark reads by prefix, something no registry vetted)
+        if not conf_registry.declared_here(self.spark, key):
+            # a key only another Spark version declares: set here it would do nothing (or,
+            # were Spark to read it by prefix, something no registry vetted), so it is not set
             if key not in self.undefined:
                 self.undefined.append(key)
             return
