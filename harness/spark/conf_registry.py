@@ -37,14 +37,15 @@ class Registry:
 
     def __init__(self, spark):
         self.spark = spark
-        self._entries = _Entries(spark._jvm)
-        self._static = _static_keys(spark._jvm)
+        sqlconf = _SQLConfObject(spark._jvm)
+        self._entries = _Entries(spark._jvm, sqlconf)
+        self._static = {str(k) for k in sqlconf.named("staticConfKeys", "java.util.Set")}
         self._declared: dict[str, Optional[Declared]] = {}
         self._keys: Optional[list[str]] = None
 
     def keys(self) -> list[str]:
         if self._keys is None:
-            self._keys = self._entries.keys(self.spark._jvm)
+            self._keys = self._entries.keys()
         return self._keys
 
     def declared(self, key: str) -> Optional[Declared]:
@@ -66,16 +67,31 @@ class Registry:
         return None
 
 
-def _sqlconf_field(jvm, name: str, java_type: str):
-    """A field of the SQLConf object, public or not; Scala mangles the names of private
-    ones on some versions (`org$apache$spark$sql$internal$SQLConf$$sqlConfEntries`)."""
-    module = getattr(getattr(jvm.org.apache.spark.sql.internal, "SQLConf$"), "MODULE$")
-    cls = jvm.java.lang.Class.forName("org.apache.spark.sql.internal.SQLConf$")
-    for field in cls.getDeclaredFields():
-        if (field.getName() == name or field.getName().endswith("$" + name)) and field.getType().getName() == java_type:
-            field.setAccessible(True)
-            return field.get(module)
-    raise RuntimeError(f"this Spark's SQLConf has no {name} that the harness can read")
+class _SQLConfObject:
+    """The SQLConf object's fields, read in one walk (each field costs Py4J calls: the
+    registry needs three kinds of them)."""
+
+    FIELD = re.compile(r"([\w.$]+) org\.apache\.spark\.sql\.internal\.SQLConf\$\.([\w$]+)$")
+
+    def __init__(self, jvm):
+        self.cls = jvm.java.lang.Class.forName("org.apache.spark.sql.internal.SQLConf$")
+        self.module = getattr(getattr(jvm.org.apache.spark.sql.internal, "SQLConf$"), "MODULE$")
+        # "private static final java.util.Map org.apache.spark.sql.internal.SQLConf$.sqlConfEntries"
+        self.fields = [m.groups() for m in (self.FIELD.search(str(f.toString())) for f in self.cls.getDeclaredFields())
+                       if m]  # (type, name)
+
+    def value(self, name: str):
+        field = self.cls.getDeclaredField(name)
+        field.setAccessible(True)
+        return field.get(self.module)
+
+    def named(self, name: str, java_type: str):
+        """A field, public or not; Scala mangles private names on some versions
+        (`org$apache$spark$sql$internal$SQLConf$$sqlConfEntries`)."""
+        for kind, field in self.fields:
+            if kind == java_type and (field == name or field.endswith("$" + name)):
+                return self.value(field)
+        raise RuntimeError(f"this Spark's SQLConf has no {name} that the harness can read")
 
 
 class _Entries:
@@ -84,44 +100,30 @@ class _Entries:
     `buildConfFromConfigFile`: `spark.sql.shuffledHashJoinFactor` is one, and Spark reads
     it like any other)."""
 
-    def __init__(self, jvm):
-        self.registered = _sqlconf_field(jvm, "sqlConfEntries", "java.util.Map")
-        self.unregistered = _unregistered_entries(jvm)
+    def __init__(self, jvm, sqlconf: _SQLConfObject):
+        self.jvm = jvm
+        self.registered = sqlconf.named("sqlConfEntries", "java.util.Map")
+        self.unregistered = {}
+        for kind, name in sqlconf.fields:
+            if kind.startswith(CONFIG_PACKAGE) and kind.endswith("ConfigEntry") \
+                    and kind[len(CONFIG_PACKAGE):] not in REGISTERED_TYPES:
+                entry = sqlconf.value(name)
+                if entry is not None:
+                    self.unregistered[str(entry.key())] = entry
 
     def get(self, key: str):
         entry = self.registered.get(key)
         return entry if entry is not None else self.unregistered.get(key)
 
-    def keys(self, jvm) -> list[str]:
-        joined = str(jvm.java.lang.String.join("\n", self.registered.keySet()))
+    def keys(self) -> list[str]:
+        joined = str(self.jvm.java.lang.String.join("\n", self.registered.keySet()))
         return sorted(set(k for k in joined.split("\n") if k) | set(self.unregistered))
 
 
+CONFIG_PACKAGE = "org.apache.spark.internal.config."
 # Field types of SQLConf's own entries that its map holds; a field of another entry type
 # may hold one it does not.
 REGISTERED_TYPES = ("ConfigEntry", "OptionalConfigEntry", "FallbackConfigEntry")
-_FIELD = re.compile(r"org\.apache\.spark\.internal\.config\.(\w*ConfigEntry) "
-                    r"org\.apache\.spark\.sql\.internal\.SQLConf\$\.(\w+)")
-
-
-def _unregistered_entries(jvm) -> dict:
-    cls = jvm.java.lang.Class.forName("org.apache.spark.sql.internal.SQLConf$")
-    module = getattr(getattr(jvm.org.apache.spark.sql.internal, "SQLConf$"), "MODULE$")
-    declared = "\n".join(str(field.toString()) for field in cls.getDeclaredFields())
-    found = {}
-    for kind, name in _FIELD.findall(declared):
-        if kind in REGISTERED_TYPES:
-            continue
-        field = cls.getDeclaredField(name)
-        field.setAccessible(True)
-        entry = field.get(module)
-        if entry is not None:
-            found[str(entry.key())] = entry
-    return found
-
-
-def _static_keys(jvm) -> set[str]:
-    return {str(k) for k in _sqlconf_field(jvm, "staticConfKeys", "java.util.Set")}
 
 
 def _kind(entry) -> str:
@@ -154,7 +156,7 @@ def _first_line(exc: Exception) -> str:
 
 def declared_keys(spark) -> list[str]:
     """Every key this Spark's registry declares."""
-    return _Entries(spark._jvm).keys(spark._jvm)
+    return _Entries(spark._jvm, _SQLConfObject(spark._jvm)).keys()
 
 
 _REGISTRIES: dict = {}
