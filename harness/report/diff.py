@@ -9,7 +9,9 @@ version ran are listed too.
 """
 from __future__ import annotations
 
+import functools
 import json
+from typing import NamedTuple
 
 from harness.core.records import NOT_CHECKABLE, NOT_RUN, UNAVAILABLE
 from harness.core.vocab import describe_join
@@ -83,46 +85,72 @@ def _describe_shape(shape: tuple) -> str:
     return ", ".join(words)
 
 
+class Face(NamedTuple):
+    """What the diff reads of one record, computed once: a matrix page compares every
+    version with every other, and records that look alike compare alike (memoised)."""
+    incomparable: str
+    status: str
+    deployment_limit: bool
+    initial: tuple[str, str]
+    ran: tuple[str, tuple[str, str]] | None  # (which plan ran, its top join)
+    adaptive: bool
+    shape: tuple | None
+    result: tuple | None  # (rows, checksum) of an executed case
+    error: str | None
+    warnings: frozenset
+    warnings_unseen: bool
+    bug_id: str
+
+
+def face(record: dict) -> Face:
+    observed = record["observed"]
+    ran = _ran_plan(record)
+    return Face(incomparable=incomparable(record), status=record["status"],
+                deployment_limit=_deployment_limit(record), initial=_plan(record, "initial"),
+                ran=(ran, _plan(record, ran)) if ran else None, adaptive=bool(observed.get("adaptive")),
+                shape=_condition_shape(record),
+                result=(observed.get("rows"), observed.get("checksum")) if observed.get("executed") else None,
+                error=(observed.get("error") or {}).get("class"), warnings=frozenset(observed.get("warnings") or []),
+                warnings_unseen="warnings" in (observed.get("unavailable") or []),
+                bug_id=(record.get("bug") or {}).get("id", ""))
+
+
 def case_changes(old: dict, new: dict) -> list[tuple[str, str]]:
     """(kind, text) for each way `new` differs from `old`, for one case."""
-    why = incomparable(old) or incomparable(new)
-    if why:
-        side = "old" if incomparable(old) else "new"
-        return [("not comparable", f"{why} on the {side} version ({old['status']} → {new['status']})")]
+    return list(face_changes(face(old), face(new)))
+
+
+@functools.lru_cache(maxsize=65536)
+def face_changes(old: Face, new: Face) -> tuple[tuple[str, str], ...]:
+    if old.incomparable or new.incomparable:
+        side = "old" if old.incomparable else "new"
+        why = old.incomparable or new.incomparable
+        return (("not comparable", f"{why} on the {side} version ({old.status} → {new.status})"),)
     changes = _plan_changes(old, new)
-    o_old, o_new = old["observed"], new["observed"]
-    if bool(o_old.get("adaptive")) != bool(o_new.get("adaptive")):
+    if old.adaptive != new.adaptive:
         words = {True: "adaptive (AQE may re-plan at run time)", False: "static"}
-        changes.append(("adaptive", f"{words[bool(o_old.get('adaptive'))]} → {words[bool(o_new.get('adaptive'))]}"))
-    shapes = _condition_shape(old), _condition_shape(new)
-    if None not in shapes and shapes[0] != shapes[1] and _plan(old, "initial")[0] == _plan(new, "initial")[0]:
-        changes.append(("condition", f"{_describe_shape(shapes[0])} → {_describe_shape(shapes[1])}"))
-    if o_old.get("executed") and o_new.get("executed") and \
-            (o_old.get("rows"), o_old.get("checksum")) != (o_new.get("rows"), o_new.get("checksum")):
-        changes.append(("result", f"{o_old.get('rows')} rows / {o_old.get('checksum')} → "
-                                  f"{o_new.get('rows')} rows / {o_new.get('checksum')}"))
-    e_old, e_new = (o_old.get("error") or {}).get("class"), (o_new.get("error") or {}).get("class")
-    if e_old != e_new:
-        changes.append(("error", f"{e_old or 'no error'} → {e_new or 'no error'}"))
-    w_old, w_new = set(o_old.get("warnings") or []), set(o_new.get("warnings") or [])
-    if w_old != w_new and not _unseen("warnings", o_old, o_new):
-        parts = [f"+ {w}" for w in sorted(w_new - w_old)] + [f"- {w}" for w in sorted(w_old - w_new)]
+        changes.append(("adaptive", f"{words[old.adaptive]} → {words[new.adaptive]}"))
+    if None not in (old.shape, new.shape) and old.shape != new.shape and old.initial[0] == new.initial[0]:
+        changes.append(("condition", f"{_describe_shape(old.shape)} → {_describe_shape(new.shape)}"))
+    if old.result and new.result and old.result != new.result:
+        changes.append(("result", f"{old.result[0]} rows / {old.result[1]} → {new.result[0]} rows / {new.result[1]}"))
+    if old.error != new.error:
+        changes.append(("error", f"{old.error or 'no error'} → {new.error or 'no error'}"))
+    if old.warnings != new.warnings and not (old.warnings_unseen or new.warnings_unseen):
+        parts = [f"+ {w}" for w in sorted(new.warnings - old.warnings)] + \
+                [f"- {w}" for w in sorted(old.warnings - new.warnings)]
         changes.append(("warnings", "; ".join(parts)))
-    bug_id = (new.get("bug") or old.get("bug") or {}).get("id", "")
-    if new["status"] == "known_bug" and old["status"] != "known_bug":
+    bug_id = new.bug_id or old.bug_id
+    if new.status == "known_bug" and old.status != "known_bug":
         changes.insert(0, ("known bug", f"bug appears: {bug_id}"))
-    elif old["status"] == "known_bug" and new["status"] != "known_bug":
-        changes.insert(0, ("known bug", f"bug disappears: {bug_id} (now {new['status']})"))
+    elif old.status == "known_bug" and new.status != "known_bug":
+        changes.insert(0, ("known bug", f"bug disappears: {bug_id} (now {new.status})"))
     # expectations scoped to one version (a captured query) leave the others `observed`:
     # with the same plans and results, that is no difference
-    if old["status"] != new["status"] and not changes and {old["status"], new["status"]} != {"passed", "observed"} \
-            and not (_deployment_limit(old) or _deployment_limit(new)):
-        changes.append(("status", f"{old['status']} → {new['status']}"))
-    return changes
-
-
-def _unseen(what: str, *observed: dict) -> bool:
-    return any(what in (o.get("unavailable") or []) for o in observed)
+    if old.status != new.status and not changes and {old.status, new.status} != {"passed", "observed"} \
+            and not (old.deployment_limit or new.deployment_limit):
+        changes.append(("status", f"{old.status} → {new.status}"))
+    return tuple(changes)
 
 
 def _deployment_limit(record: dict) -> bool:
@@ -130,16 +158,14 @@ def _deployment_limit(record: dict) -> bool:
     return record["status"] == "unchecked" and record["message"].startswith(NOT_CHECKABLE)
 
 
-def _plan_changes(old: dict, new: dict) -> list[tuple[str, str]]:
+def _plan_changes(old: Face, new: Face) -> list[tuple[str, str]]:
     """The initial plans compared, then the plans that ran: a static sort-merge join that
     becomes a run-time broadcast under AQE is a change even where the initial plans agree."""
     changes = []
-    pairs = [("initial", "initial", "initial")]
-    ran = _ran_plan(old), _ran_plan(new)
-    if None not in ran and ran != ("initial", "initial"):
-        pairs.append(("final", *ran))
-    for label, which_old, which_new in pairs:
-        (s_old, b_old), (s_new, b_new) = _plan(old, which_old), _plan(new, which_new)
+    pairs = [("initial", old.initial, new.initial)]
+    if old.ran and new.ran and (old.ran[0], new.ran[0]) != ("initial", "initial"):
+        pairs.append(("final", old.ran[1], new.ran[1]))
+    for label, (s_old, b_old), (s_new, b_new) in pairs:
         if s_old != s_new:
             before = describe_join({"strategy": s_old, "build_side": b_old})
             after = describe_join({"strategy": s_new, "build_side": b_new})
@@ -151,8 +177,16 @@ def _plan_changes(old: dict, new: dict) -> list[tuple[str, str]]:
     return changes
 
 
-def diff_results(old: dict, new: dict) -> dict[str, list[tuple[str, str]]]:
-    """kind → [(case id, text)], over all cases of two results.json documents."""
+def diff_results(old: dict, new: dict, faces: dict | None = None) -> dict[str, list[tuple[str, str]]]:
+    """kind → [(case id, text)], over all cases of two results.json documents; `faces`
+    (id of a record → its Face) spares a caller comparing many pairs recomputing them."""
+    faces = {} if faces is None else faces
+
+    def face_of(record: dict) -> Face:
+        if id(record) not in faces:
+            faces[id(record)] = face(record)
+        return faces[id(record)]
+
     old_cases = {c["case_id"]: c for c in old["cases"]}
     new_cases = {c["case_id"]: c for c in new["cases"]}
     grouped: dict[str, list[tuple[str, str]]] = {kind: [] for kind in KINDS}
@@ -161,7 +195,7 @@ def diff_results(old: dict, new: dict) -> dict[str, list[tuple[str, str]]]:
             where = "new" if case_id in new_cases else "old"
             grouped["only in one version"].append((case_id, f"only in the {where} version's results"))
             continue
-        for kind, text in case_changes(old_cases[case_id], new_cases[case_id]):
+        for kind, text in face_changes(face_of(old_cases[case_id]), face_of(new_cases[case_id])):
             grouped[kind].append((case_id, text))
     return grouped
 

@@ -20,16 +20,20 @@ from harness.report.plan_pictures import PlanPictures
 from harness.report.version_report import top_join
 
 
-def load_all(report_dir: str | Path) -> dict[str, dict]:
-    """version → results.json, for every reports/<version>/results.json, oldest first."""
+def load_all(report_dir: str | Path, drawings: PlanPictures | None = None) -> dict[str, dict]:
+    """version → results.json, for every reports/<version>/results.json, oldest first;
+    `drawings` reads back the pictures kept beside each."""
     found = {}
     for path in Path(report_dir).glob("*/results.json"):
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            doc = json.loads(text)
         except (OSError, ValueError):
             continue  # not ours, or from an incompatible release: the page shows the others
         if isinstance(doc, dict) and isinstance(doc.get("cases"), list) and isinstance(doc.get("summary"), dict):
             found[path.parent.name] = doc
+            if drawings is not None:
+                drawings.read_back(path.parent, doc, text)
     return {v: found[v] for v in sorted(found, key=version_sort_key)}
 
 
@@ -40,11 +44,11 @@ def _plan_label(record: dict, which: str) -> str:
     return describe_join(node)
 
 
-def _plan_tree(record: dict, trees: dict, drawings: PlanPictures) -> tuple[int | None, str]:
+def _plan_tree(record: dict, results: dict, trees: dict, drawings: PlanPictures) -> tuple[int | None, str]:
     """(index in `trees`, which plan) of the record's plan picture: the final plan where
     the case ran, else the initial one; identical trees are stored once, so many versions
     cost little."""
-    drawn = drawings.of(record)
+    drawn = drawings.of(record, results)
     which = "final" if drawn and drawn["final"] else "initial"
     tree = drawn and drawn[which]
     if not tree:
@@ -135,7 +139,7 @@ def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None,
                                                       "tags": record.get("tags", []), "cells": {}})
             row["cells"][version] = _cell(record, links.get(version, version))
             cell = row["cells"][version]
-            cell["plan"], cell["plan_which"] = _plan_tree(record, trees, drawings)
+            cell["plan"], cell["plan_which"] = _plan_tree(record, doc, trees, drawings)
             # a case cut short says nothing of what Spark would do: never marked changed
             cell["comparable"] = not diff.incomparable(record)
     for row in rows.values():
@@ -156,10 +160,10 @@ def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None,
                    "seconds": round(doc["summary"]["total_case_seconds"], 1), "java": doc["versions"]["java"],
                    "reused": doc["summary"].get("reused", 0), "items": len(doc["cases"]),
                    "python": doc["versions"]["python"]} for v, doc in results.items()}
-    upgrades = {}
+    upgrades, faces = {}, {}
     for i, old in enumerate(versions):
         for new in versions[i + 1:]:
-            grouped = diff.diff_results(results[old], results[new])
+            grouped = diff.diff_results(results[old], results[new], faces)
             upgrades[f"{old}|{new}"] = {kind: entries for kind, entries in grouped.items() if entries}
     return {"versions": versions, "rows": sorted(rows.values(), key=lambda r: (r["file"], r["id"])),
             "summary": summary, "upgrades": upgrades, "files": scenario_texts(rows),
@@ -175,7 +179,8 @@ def render(data: dict, title: str = "Join strategies across Spark versions") -> 
 def write_merged(report_dir: str | Path, drawings: PlanPictures | None = None) -> Path | None:
     from harness.report.version_report import folder_lock
     with folder_lock(Path(report_dir)):
-        results = load_all(report_dir)
+        drawings = drawings or PlanPictures()
+        results = load_all(report_dir, drawings)
         if not results:
             return None
         return write_merged_from(results, Path(report_dir) / "index.html", drawings=drawings)

@@ -141,7 +141,8 @@ def validate_results(results: dict) -> None:
         raise ResultsInvalid(str(exc).splitlines()[0]) from None
 
 
-def render_html(results: dict, drawings: PlanPictures | None = None) -> str:
+def render_html(results: dict, drawings: PlanPictures | None = None, drawn: dict | None = None) -> str:
+    """The version page; `drawn` (case id → pictures), when the caller has them already."""
     from harness.observe.describe import (
         expectation_words,
         unavailable_words,
@@ -157,8 +158,7 @@ def render_html(results: dict, drawings: PlanPictures | None = None) -> str:
     env.globals["undefined_conf_words"] = undefined_conf_words
     env.filters["estimate"] = lambda side: (f"≈ {side['printed']}" if (side.get("printed") or " B").endswith("iB")
                                             else "" if side.get("size_in_bytes") is None else f"{side['size_in_bytes']:,}")
-    drawn = {r["case_id"]: drawings.of(r) for r in results["cases"] if r["kind"] == "case"}
-    drawn = {case_id: picture for case_id, picture in drawn.items() if picture}
+    drawn = drawn if drawn is not None else drawings.all_of(results)
     skipped_checks = skipped_checks_by_case(results["cases"])
     folded = {check["case_id"] for check in skipped_checks.values()}
     return env.get_template("report.html.j2").render(results=results, pictures=drawn, skipped_checks=skipped_checks,
@@ -207,8 +207,12 @@ def write_reports(report_dir: str | os.PathLike, records: list[dict], invalid: l
         kept, kept_invalid = _kept_from_previous(json_path, records, invalid) if keep_previous else ([], [])
         results = build_results(records + kept, invalid + kept_invalid, shard)
         validate_results(results)
-        atomic_write_text(json_path, json.dumps(results, indent=1, default=str))
-        atomic_write_text(html_path, render_html(results, drawings))
+        text = json.dumps(results, indent=1, default=str)
+        drawings = drawings or PlanPictures()
+        drawn = drawings.all_of(results)
+        atomic_write_text(json_path, text)
+        drawings.keep(target, text, drawn)
+        atomic_write_text(html_path, render_html(results, drawings, drawn))
     return [json_path, html_path]
 
 

@@ -40,3 +40,32 @@ def test_a_timed_out_or_lost_cell_is_never_marked_changed():
         cell = rows[case]["cells"]["4.3.0"]
         assert not cell["comparable"] and not cell["changed"]
     assert rows["a[inner]"]["cells"]["3.5.9"]["plan"] is None  # no plan text: no picture
+
+
+PLAN_TEXT = """== Physical Plan ==
+*(2) BroadcastHashJoin [k#1L], [k#2L], Inner, BuildRight, false
+:- *(2) Range (0, 10, step=1, splits=2)
++- BroadcastExchange HashedRelationBroadcastMode(List(input[0, bigint, false]),false), [id=#7]
+   +- *(1) Range (0, 5, step=1, splits=2)
+"""
+
+
+def test_the_merged_page_reads_back_each_versions_pictures_and_never_a_stale_one(tmp_path, monkeypatch):
+    from harness.core.records import PlanView
+    from harness.report import plan_pictures, version_report
+    joins = [{"strategy": "BroadcastHashJoin", "build_side": "right", "join_type": "Inner", "left_keys": "List(k#1L)",
+              "right_keys": "List(k#2L)", "condition": "", "null_aware": False, "skew": False, "tables": None}]
+    record = fake_record("c[inner]", initial=PlanView(joins=joins, text=PLAN_TEXT))
+    json_path, _ = version_report.write_reports(tmp_path, [record], [])
+    kept = json.loads((json_path.parent / plan_pictures.SIDECAR).read_text())
+    assert kept["pictures"]["c[inner]"]["initial"]  # what the version page drew
+
+    drawn = []
+    real = plan_pictures.pictures
+    monkeypatch.setattr(plan_pictures, "pictures", lambda r: drawn.append(r["case_id"]) or real(r))
+    first = merged.matrix_data(merged.load_all(tmp_path, drawings := plan_pictures.PlanPictures()), drawings=drawings)
+    assert drawn == [] and first["trees"]  # read back, not drawn
+
+    json_path.write_text(json_path.read_text() + "\n")  # results changed since: the pictures are not theirs
+    again = merged.matrix_data(merged.load_all(tmp_path, drawings := plan_pictures.PlanPictures()), drawings=drawings)
+    assert drawn == ["c[inner]"] and again["trees"] == first["trees"]
