@@ -59,7 +59,8 @@ RUNAWAY = """\
 id: c_connect_runaway
 description: a cross join far too large for its timeout
 tables:
-  a: {rows: 200000, columns: {k: {sequence: {}}}}
+  # many short tasks: once interrupted, the server's cores are free again within a task
+  a: {rows: 200000, partitions: 1000, columns: {k: {sequence: {}}}}
   b: {rows: 200000, columns: {k: {sequence: {}}}}
 join: {left: a, right: b, type: cross}
 timeout: 8
@@ -68,8 +69,9 @@ expect: {rows: 40000000000}
 AFTER = """\
 id: d_connect_after
 description: runs after the runaway case was interrupted
-# The interrupted cross join's tasks may hold the server's two cores until their
-# partitions end; on a loaded machine that took longer than the default 120 s.
+# The interrupted cross join's running tasks finish before this one gets the server's
+# cores (each is short: 7 s measured; with two long tasks it was 51 s, and over 120 s
+# on a loaded machine); the margin is for a loaded machine.
 timeout: 400
 tables:
   a: {rows: 1000, columns: {k: {sequence: {}}}}
