@@ -76,22 +76,6 @@ def test_an_error_is_never_reused(pytester, session):
     assert not _records(pytester, session)["minimal"]["run"]["reused"]
 
 
-def test_everything_reused_starts_no_worker_and_no_spark(pytester, monkeypatch):
-    _suite(pytester)
-    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "2")
-    run = ("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto")
-    first = pytester.runpytest_subprocess(*run, timeout=300)
-    first.assert_outcomes(passed=2)
-    assert "1 worker [2 items]" in first.stdout.str()  # one file to run: one worker
-    pytester.makeconftest(NO_SPARK)
-    again = pytester.runpytest_subprocess(*run, timeout=300)
-    again.assert_outcomes(passed=2)
-    assert "workers [" not in again.stdout.str() and "collected 2 items" in again.stdout.str()
-    # and the refusal is real: a run that must observe fails for it
-    fresh = pytester.runpytest_subprocess(*run, "--fresh", timeout=300)
-    assert "a Spark session was started" in fresh.stdout.str()
-
-
 def test_an_unusable_store_is_a_warning_and_the_run_goes_on(pytester):
     _suite(pytester)
     (pytester.path / "not-a-folder").write_text("")
@@ -102,16 +86,23 @@ def test_an_unusable_store_is_a_warning_and_the_run_goes_on(pytester):
     assert "Traceback" not in result.stdout.str()
 
 
-def test_n_auto_takes_one_worker_for_one_file_to_run(pytester, monkeypatch):
+def test_workers_follow_what_is_left_to_run_and_none_start_when_everything_is_reused(pytester, monkeypatch):
     _suite(pytester)
     monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "2")
     _suite(pytester, MINIMAL.replace("id: minimal", "id: other"), name="other.yaml")
-    first = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto",
-                                          timeout=300)
+    run = ("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto")
+    first = pytester.runpytest_subprocess(*run, timeout=300)
     first.assert_outcomes(passed=4)
     assert "2 workers [4 items]" in first.stdout.str()  # two files to run
     _suite(pytester, MINIMAL.replace("id: minimal", "id: second"), name="second.yaml")
-    result = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto",
-                                           timeout=300)
+    result = pytester.runpytest_subprocess(*run, timeout=300)
     result.assert_outcomes(passed=6)
-    assert "1 worker [6 items]" in result.stdout.str()
+    assert "1 worker [6 items]" in result.stdout.str()  # one file to run: one worker
+
+    pytester.makeconftest(NO_SPARK)
+    again = pytester.runpytest_subprocess(*run, timeout=300)
+    again.assert_outcomes(passed=6)
+    assert "workers [" not in again.stdout.str() and "collected 6 items" in again.stdout.str()
+    # and the refusal is real: a run that must observe fails for it
+    fresh = pytester.runpytest_subprocess(*run, "--fresh", timeout=300)
+    assert "a Spark session was started" in fresh.stdout.str()
