@@ -27,6 +27,7 @@ class CapturedTable:
     table: str
     schema: dict                 # column → scenario type
     stats: dict                  # the scenario's `stats:`
+    bucket_by: dict | None = None  # the table's bucket spec, as the scenario's `bucket_by:`
     view_sql: str | None = None  # a view: its text (rewritten later)
     view_plan: object = None     # a temporary view made from a DataFrame: its plan (written as SQL later)
     notes: list = field(default_factory=list)
@@ -120,12 +121,33 @@ def _table(spark, meta, relation) -> CapturedTable:
     schema = {f.name(): _type(database, table, f) for f in _fields(meta.schema())}
     stats = meta.stats()
     notes = []
+    partitions = _names(meta.partitionColumnNames())
+    if partitions:
+        notes.append(f"{database}.{table} is partitioned by {', '.join(partitions)}: not replayed (a statistics-only "
+                     "table cannot be partitioned: its statistics would be lost once a plan filters on a partition "
+                     "column), so plans that prune its partitions may differ")
     if stats.isEmpty():
         size = int(relation.stats().sizeInBytes())
         notes.append(f"{database}.{table} has no catalog statistics: size_bytes is Spark's estimate from its "
                      "files; ANALYZE TABLE it (or capture --analyze) for row counts and column statistics")
-        return CapturedTable(database, table, schema, {"size_bytes": size}, notes=notes)
-    return CapturedTable(database, table, schema, _stats(spark, stats.get(), schema))
+        return CapturedTable(database, table, schema, {"size_bytes": size}, _bucket_by(meta), notes=notes)
+    return CapturedTable(database, table, schema, _stats(spark, stats.get(), schema), _bucket_by(meta), notes=notes)
+
+
+def _names(seq) -> list[str]:
+    return [str(seq.apply(i)) for i in range(seq.size())]
+
+
+def _bucket_by(meta) -> dict | None:
+    """The table's bucket spec (what lets a join skip its shuffle), replayed on the
+    statistics-only table."""
+    spec = meta.bucketSpec()
+    if spec.isEmpty():
+        return None
+    spec = spec.get()
+    bucket_by = {"columns": _names(spec.bucketColumnNames()), "buckets": int(spec.numBuckets())}
+    sort_by = _names(spec.sortColumnNames())
+    return {**bucket_by, "sort_by": sort_by} if sort_by else bucket_by
 
 
 def _fields(struct_type) -> list:

@@ -270,7 +270,7 @@ def _scenario(spark, frame, tables, sql, scenario_id, where) -> dict:
     specs = {}
     for table in ordered:
         specs[table.name] = {"sql": table.view_sql} if table.view_sql is not None else \
-            {"schema": table.schema, "stats": table.stats}
+            {"schema": table.schema, "stats": table.stats, **({"bucket_by": table.bucket_by} if table.bucket_by else {})}
     plan = jvm_plans.current_plan(checksum_frame(frame))
     names = {t.table.lower(): t.name for t in tables}
     joins = [j.to_dict() for j in jvm_plans.join_nodes(plan, names)]

@@ -25,7 +25,8 @@ from harness.scenario.model import Case
 from harness.scenario.tables import as_hint_list, hint_name
 
 EXPECTATION_KEYS = ("strategy", "build_side", "joins", "plan", "rows", "checksum", "result_rows",
-                    "error", "warnings", "estimates", "operators", "shuffles")
+                    "error", "warnings", "estimates", "operators", "shuffles", "bucketed_scan",
+                    "dynamic_pruning")
 # Keys that can only be checked by running the query.
 EXECUTION_KEYS = ("rows", "checksum", "result_rows")
 
@@ -88,6 +89,8 @@ def resolve(case: Case, version: str, deployment: str = "local") -> dict:
         expected["build_side"] = normalize_build_side(expected["build_side"])
     if "joins" in expected:
         expected["joins"] = [_normalize_node(j) for j in expected["joins"]]
+    if isinstance(expected.get("dynamic_pruning"), dict):
+        expected["dynamic_pruning"] = [expected["dynamic_pruning"]]
     expected.setdefault("plan", "initial")
     return expected
 
@@ -287,6 +290,62 @@ def _compare_shuffles(expected: dict, joins: list[dict], which: str) -> list[str
             for side, want in expected.items() if got.get(side) != want]
 
 
+def _top_scans(joins: list[dict]) -> dict | None:
+    return (joins[0].get("scans") if joins else None) or None
+
+
+def _compare_bucketed_scan(expected: dict, joins: list[dict], which: str) -> list[str]:
+    top = joins[0] if joins else None
+    if top is None:
+        return [f"{which} plan: no join whose sides' scans to check"]
+    problems = []
+    for side, want in expected.items():
+        scans = (top.get("scans") or {}).get(side) or []
+        if not scans:
+            problems.append(f"{which} plan: no file scan below the {side} side of {describe_join(top)} "
+                            f"to read buckets (expected {'a bucketed' if want else 'a plain'} scan)")
+            continue
+        got = all(scan["bucketed"] for scan in scans)
+        if got != want:
+            notes = "; ".join(sorted({f"{scan['table']}: Bucketed: {scan['bucket_note']}" for scan in scans
+                                      if scan.get("bucket_note")}))
+            problems.append(f"{which} plan: expected the {side} side of {describe_join(top)} to read "
+                            f"{'buckets' if want else 'plain files'}, observed "
+                            f"{'bucketed' if got else 'not bucketed'} scan(s)" + (f" ({notes})" if notes else ""))
+    return problems
+
+
+PRUNED = ("broadcast", "subquery")
+
+
+def _compare_pruning(expected: list[dict], joins: list[dict], which: str) -> list[str]:
+    scans = _top_scans(joins) or {}
+    every = [scan for side in ("left", "right") for scan in scans.get(side) or []]
+    problems = []
+    for want in expected:
+        mine = [scan for scan in every if scan["table"] == want["table"]]
+        if not mine:
+            problems.append(f"{which} plan: no scan of table {want['table']} below the top join to check its "
+                            f"dynamic partition pruning")
+            continue
+        kinds = sorted({scan["pruning"] for scan in mine})
+        pruned = any(kind in PRUNED for kind in kinds)
+        said = ", ".join(PRUNING_WORDS[kind] for kind in kinds)
+        if pruned != want["pruned"]:
+            problems.append(f"{which} plan: expected {want['table']} {'' if want['pruned'] else 'not '}"
+                            f"dynamically pruned, observed {said}")
+        elif "reuses_broadcast" in want and pruned and ("broadcast" in kinds) != want["reuses_broadcast"]:
+            problems.append(f"{which} plan: expected {want['table']}'s pruning filter "
+                            f"{'to reuse' if want['reuses_broadcast'] else 'not to reuse'} the join's broadcast, "
+                            f"observed {said}")
+    return problems
+
+
+PRUNING_WORDS = {"none": "no pruning filter", "broadcast": "a pruning filter on the join's broadcast",
+                 "subquery": "a pruning filter with a subquery of its own",
+                 "dropped": "a pruning filter Spark dropped (no broadcast to reuse)"}
+
+
 def not_checkable(expected: dict, observed: Observation) -> list[str]:
     """The expectations this observation cannot decide (what the deployment could not
     see), each named: never passed, never failed, reported as not checkable."""
@@ -302,6 +361,10 @@ def not_checkable(expected: dict, observed: Observation) -> list[str]:
     if "shuffles" in expected and not all((view.joins[0].get("shuffles") if view.joins else {}) is not None
                                           for view in _checked_views(expected, observed)):
         out.append("shuffles")
+    for key in ("bucketed_scan", "dynamic_pruning"):
+        if key in expected and any(view.joins and view.joins[0].get("scans") is None
+                                   for view in _checked_views(expected, observed)):
+            out.append(key)
     final_checked = plan_mode in ("final", "both") and any(k in expected for k in ("strategy", "build_side", "joins"))
     if final_checked and observed.final is None and "final" in gone:
         out.append("final plan")
@@ -367,6 +430,10 @@ def _compare(expected: dict, observed: Observation, unchecked: set = frozenset()
     if "shuffles" in expected and "shuffles" not in unchecked:
         for which, view in zip(_plan_names(plan_mode), _checked_views(expected, observed)):
             problems += _compare_shuffles(expected["shuffles"], view.joins, which)
+    for key, check in (("bucketed_scan", _compare_bucketed_scan), ("dynamic_pruning", _compare_pruning)):
+        if key in expected and key not in unchecked:
+            for which, view in zip(_plan_names(plan_mode), _checked_views(expected, observed)):
+                problems += check(expected[key], view.joins, which)
     if "estimates" in expected and "estimates" not in unchecked:
         estimates = observed.estimates or []
         top = estimates[0] if estimates else None

@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.check import expect
 from harness.core.vocab import describe_join
 from harness.observe import model
-from harness.observe.describe import expectation_words
+from harness.observe.describe import expectation_words, shuffle_words
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import expand, load_scenario
 
@@ -108,6 +108,9 @@ def main(paths: list[str], out=sys.stdout) -> int:
             mark = "agrees" if verdict["agrees"] else "MODEL DRIFT"
             print(f"    model:    {verdict['explanation']}", file=out)
             print(f"    observed: {_observed_text(record['observed'])}  [{mark}]", file=out)
+            shuffles = shuffle_words(record["observed"].to_json())
+            if shuffles:
+                print(f"    {shuffles}", file=out)
             if not verdict["agrees"]:
                 drift.append(f"{case.case_id}: model {verdict['strategy']} ({verdict['build_side']}), "
                              f"Spark {_observed_text(record['observed'])}")

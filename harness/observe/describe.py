@@ -40,6 +40,12 @@ def expectation_words(expected: dict | None) -> str:
         parts.append("operators " + ", ".join(f"{k} {v}" for k, v in expected["operators"].items()))
     if "shuffles" in expected:
         parts.append("shuffles below " + ", ".join(f"{side} {n}" for side, n in expected["shuffles"].items()))
+    if "bucketed_scan" in expected:
+        parts.append("bucketed scan " + ", ".join(f"{side} {'yes' if on else 'no'}"
+                                                  for side, on in expected["bucketed_scan"].items()))
+    for want in expected.get("dynamic_pruning") or []:
+        parts.append(f"{want['table']} {'' if want['pruned'] else 'not '}dynamically pruned" +
+                     {True: " on the join's broadcast", False: " by a subquery of its own"}.get(want.get("reuses_broadcast"), ""))
     for side, bounds in (expected.get("estimates") or {}).items():
         limits = [f"≥ {bounds['min']:,} B" if "min" in bounds else "", f"≤ {bounds['max']:,} B" if "max" in bounds else ""]
         parts.append(f"{side} estimate " + " and ".join(x for x in limits if x))
@@ -108,6 +114,9 @@ def why_lines(record: dict) -> list[str]:
         sizes = ", ".join(f"{side} {_bytes(runtime[side].get('size_in_bytes'))}" for side in ("left", "right")
                           if runtime.get(side))
         lines.append(f"run-time sizes (AQE): {sizes}")
+    shuffles = shuffle_words(observed)
+    if shuffles:
+        lines.append(shuffles)
     conf = observed.get("conf") or {}
     if conf:
         lines.append("configs: " + ", ".join(f"{k}={v}" for k, v in conf.items()))
@@ -120,6 +129,45 @@ def why_lines(record: dict) -> list[str]:
     if observed.get("undefined_conf"):
         lines.append(undefined_conf_words(observed["undefined_conf"], (record.get("versions") or {}).get("spark", "?")))
     return lines
+
+
+BROADCASTS = ("BroadcastHashJoin", "BroadcastNestedLoopJoin")
+SHUFFLED = ("SortMergeJoin", "ShuffledHashJoin")
+
+
+def shuffle_words(observed: dict) -> str:
+    """Why each side of the top join of the plan that ran (else the initial plan) is or
+    is not shuffled, from the exchanges and file scans observed below it; "" where the
+    plan says nothing of it (no counts, or a join that never shuffles for itself)."""
+    view = observed.get("final") or observed.get("initial") or {}
+    top = (view.get("joins") or [None])[0]
+    if not top or top.get("shuffles") is None or top["strategy"] not in BROADCASTS + SHUFFLED:
+        return ""
+    sides = [f"{side} {_side_words(top, side)}" for side in ("left", "right")]
+    return "shuffles: " + "; ".join(sides)
+
+
+def _side_words(top: dict, side: str) -> str:
+    count = top["shuffles"][side]
+    scans = (top.get("scans") or {}).get(side) or []
+    tables = ", ".join(sorted({scan["table"] or "a file table" for scan in scans}))
+    exchanges = f"{count} exchange{'s' if count != 1 else ''} below"
+    if top["strategy"] in BROADCASTS:
+        role = "broadcast" if top["build_side"] == side else "streamed"
+        return (f"{role}: none (the join needs no shuffle)" if count == 0
+                else f"{role}: {exchanges}, for operators under the join (the join itself needs none)")
+    if count == 0:
+        if scans and all(scan["bucketed"] for scan in scans):
+            return f"none: {tables} read as buckets, already partitioned as the join needs"
+        return "none: its input is already partitioned as the join needs"
+    if scans and all(scan["bucketed"] for scan in scans):
+        return (f"{exchanges} although {tables} is read as buckets: its buckets do not give the partitioning "
+                f"the join needs (not on the join keys, or not matching the other side)")
+    notes = sorted({f"{scan['table']}: Bucketed: {scan['bucket_note']}" for scan in scans
+                    if (scan.get("bucket_note") or "").startswith("false")})
+    if notes:
+        return f"{exchanges}: bucketed but not read as buckets ({'; '.join(notes)})"
+    return f"{exchanges}: {tables} not read as buckets" if scans else exchanges
 
 
 def undefined_conf_words(keys: list, spark: str) -> str:

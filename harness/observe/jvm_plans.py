@@ -25,6 +25,8 @@ class JoinNode:
     skew: bool = False               # AQE split skewed partitions of this join
     tables: list | None = None       # catalog tables below it, when asked for
     shuffles: dict | None = None     # {"left": n, "right": n}: shuffle exchanges below each side
+    # {"left": [scan, ...], "right": [...]}: the file scans below each side (`file_scan`)
+    scans: dict | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -90,12 +92,12 @@ def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]
     it: the join order."""
     found: list[JoinNode] = []
 
-    def visit(node) -> tuple[set, int]:
-        """(tables, shuffle exchanges) of the subtree."""
+    def visit(node) -> tuple[set, int, list]:
+        """(tables, shuffle exchanges, file scans) of the subtree."""
         kind = _kind(node)
-        if table_names is not None and kind.startswith("Scan "):  # FileSourceScanExec: "Scan parquet <table>"
-            table = _safe_str(lambda: node.tableIdentifier().get().table())
-            return ({table_names.get(table, table)} if table else set()), 0
+        if kind.startswith("Scan ") and _safe_str(lambda: node.getClass().getSimpleName()) == "FileSourceScanExec":
+            scan = file_scan(node, table_names)
+            return ({scan["table"]} if table_names is not None and scan["table"] else set()), 0, [scan]
         join = None
         if kind in JOIN_OPERATORS:
             join = _join_node(node, kind)
@@ -103,13 +105,47 @@ def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]
         below = [visit(child) for child in _children(node, kind)]
         if join is not None and len(below) == 2:
             join.shuffles = {"left": below[0][1], "right": below[1][1]}
-        tables = set().union(*[t for t, _ in below])
+            join.scans = {"left": below[0][2], "right": below[1][2]}
+        tables = set().union(*[t for t, _, _ in below])
         if join is not None and table_names is not None:
             join.tables = sorted(tables)
-        return tables, sum(n for _, n in below) + (1 if kind == SHUFFLE_EXCHANGE else 0)
+        return (tables, sum(n for _, n, _ in below) + (1 if kind == SHUFFLE_EXCHANGE else 0),
+                [scan for _, _, scans in below for scan in scans])
 
     visit(physical_plan)
     return found
+
+
+def file_scan(node, table_names: dict | None) -> dict:
+    """A FileSourceScanExec: its table (the scenario's name for a catalog table), whether
+    it reads the table's buckets as partitions (what lets a join skip the shuffle), what
+    Spark prints about that from 3.1 on for a bucketed table (`true`, or `false (bucket
+    column(s) not read)`, `false (disabled by query planner)`, `false (disabled by
+    configuration)`), and its dynamic partition pruning (`pruning_of`)."""
+    table = _safe_str(lambda: node.tableIdentifier().get().table())
+    note = _safe_call(lambda: node.metadata().get("Bucketed"))  # 3.1+, for a table with a bucket spec
+    return {"table": (table_names or {}).get(table, table) or None,
+            "bucketed": _safe_str(lambda: node.bucketedScan()).lower() == "true",
+            "bucket_note": str(note.get()) if note is not None and note.isDefined() else None,
+            "pruning": pruning_of(node)}
+
+
+def pruning_of(scan) -> str:
+    """The scan's dynamic partition pruning: `none`; `broadcast` (a subquery on the join's
+    broadcast: SubqueryBroadcast, or SubqueryAdaptiveBroadcast before AQE runs);
+    `subquery` (a subquery of its own); `dropped` (planned, then replaced by `true`: no
+    broadcast to reuse while only reuse was allowed)."""
+    filters = _safe_call(lambda: scan.partitionFilters())
+    for i in range(filters.size() if filters is not None else 0):
+        expression = filters.apply(i)
+        if str(expression.nodeName()) != "DynamicPruningExpression":
+            continue
+        child = expression.child()
+        if str(child.nodeName()) == "Literal":
+            return "dropped"
+        subquery = _safe_call(child.plan)
+        return "broadcast" if subquery is not None and "Broadcast" in _kind(subquery) else "subquery"
+    return "none"
 
 
 # ShuffleExchangeExec's node name (a BroadcastExchange is not a shuffle)

@@ -158,11 +158,17 @@ def is_adaptive(plan: PrintedPlan) -> bool:
 
 
 def _walk(root: dict | None):
+    """The operators of the plan, pre-order, without the subqueries printed under an
+    operator (a dynamic pruning filter's): the JVM walk does not descend into them."""
     stack = [root] if root else []
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(reversed(node["children"]))
+        stack.extend(reversed([child for child in node["children"] if not _operator(child).startswith("Subquery")]))
+
+
+def _operator(node: dict) -> str:
+    return re.sub(r"^\*\(\d+\)\s*", "", node["name"]).split(" ")[0].split("(")[0]
 
 
 def join_nodes(plan: PrintedPlan, table_names: dict | None = None) -> list[JoinNode]:
@@ -174,7 +180,10 @@ def join_nodes(plan: PrintedPlan, table_names: dict | None = None) -> list[JoinN
             if table_names is not None:
                 join.tables = sorted(_tables_below(node, table_names))
             if len(node["children"]) == 2:
-                join.shuffles = {side: _shuffles_below(child) for side, child in zip(("left", "right"), node["children"])}
+                sides = list(zip(("left", "right"), node["children"]))
+                join.shuffles = {side: _shuffles_below(child) for side, child in sides}
+                if not plan.final:  # the metrics of a final plan carry no scan arguments
+                    join.scans = {side: _scans_below(child, table_names) for side, child in sides}
             found.append(join)
     return found
 
@@ -184,16 +193,47 @@ def _shuffles_below(node: dict) -> int:
     prints as `ReusedExchange [...], Exchange ...` without its subtree)."""
     count = 0
     for below in _walk(node):
-        operator = re.sub(r"^\*\(\d+\)\s*", "", below["name"]).split(" ")[0].split("(")[0]
+        operator = _operator(below)
         if operator == "Exchange" or (operator == "ReusedExchange" and ", Exchange " in below["text"]):
             count += 1
     return count
 
 
+SCAN_TABLE = re.compile(r"(?:\*\(\d+\)\s*)?(?:File)?Scan \w+ (?:[\w.`]+\.)?`?(\w+)`?")
+BUCKETED = re.compile(r"\bBucketed: (true|false(?: \(([^)]*)\))?)")
+
+
+def _scans_below(node: dict, table_names: dict | None) -> list[dict]:
+    """The file scans of a printed subtree, as harness.observe.jvm_plans.file_scan reads them."""
+    scans = []
+    for below in _walk(node):
+        match = SCAN_TABLE.match(below["text"])
+        if not match or not below["text"].lstrip("*() 0123456789").startswith("FileScan"):
+            continue
+        bucketed = BUCKETED.search(below["text"])
+        scans.append({"table": (table_names or {}).get(match.group(1), match.group(1)),
+                      "bucketed": bucketed.group(1) == "true" if bucketed else False,
+                      "bucket_note": bucketed.group(1) if bucketed else None,
+                      "pruning": _printed_pruning(below)})
+    return scans
+
+
+def _printed_pruning(scan: dict) -> str:
+    """`dynamicpruningexpression(true)`: dropped; one with a subquery: the subquery
+    printed under the scan says whether it is the join's broadcast."""
+    found = re.search(r"dynamicpruningexpression\((true\))?", scan["text"])
+    if not found:
+        return "none"
+    if found.group(1):
+        return "dropped"
+    subqueries = [_operator(child) for child in scan["children"] if _operator(child).startswith("Subquery")]
+    return "broadcast" if any("Broadcast" in name for name in subqueries) else "subquery"
+
+
 def _tables_below(node: dict, table_names: dict) -> set:
     tables = set()
     for below in _walk(node):
-        match = re.match(r"(?:\*\(\d+\)\s*)?(?:File)?Scan \w+ (?:[\w.`]+\.)?`?(\w+)`?", below["text"])
+        match = SCAN_TABLE.match(below["text"])
         if match:
             tables.add(table_names.get(match.group(1), match.group(1)))
     return tables

@@ -145,6 +145,7 @@ def render_html(results: dict, drawings: PlanPictures | None = None, drawn: dict
     """The version page; `drawn` (case id → pictures), when the caller has them already."""
     from harness.observe.describe import (
         expectation_words,
+        shuffle_words,
         unavailable_words,
         undefined_conf_words,
     )
@@ -155,6 +156,7 @@ def render_html(results: dict, drawings: PlanPictures | None = None, drawn: dict
     env.globals["top_join"] = top_join
     env.globals["expectation_words"] = expectation_words
     env.globals["unavailable_words"] = unavailable_words
+    env.globals["shuffle_words"] = shuffle_words
     env.globals["undefined_conf_words"] = undefined_conf_words
     env.filters["estimate"] = lambda side: (f"≈ {side['printed']}" if (side.get("printed") or " B").endswith("iB")
                                             else "" if side.get("size_in_bytes") is None else f"{side['size_in_bytes']:,}")

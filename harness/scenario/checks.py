@@ -408,9 +408,14 @@ def _check_layouts(at: Where, data: dict) -> None:
         if not layout:
             continue
         where = ("tables", name)
-        if table.get("materialize") != "catalog":
-            raise at.error(where + (next(iter(layout)),),
-                           "a bucketed or partitioned layout needs `materialize: catalog` (a table in the catalog)")
+        if table.get("materialize") != "catalog" and not is_stats_only(table):
+            raise at.error(where + (next(iter(layout)),), "a bucketed or partitioned layout needs `materialize: "
+                           "catalog` or a statistics-only table (a table in the catalog)")
+        if is_stats_only(table) and "partition_by" in layout:
+            raise at.error(where + ("partition_by",), "a statistics-only table cannot be partitioned: once a plan "
+                           "filters on a partition column (a join on it does), Spark sizes the table from the files "
+                           "of the partitions it keeps, none in an empty table, and the statistics are lost "
+                           "(measured on 4.3.0); use `materialize: catalog` with generated rows")
         columns = list(table.get("columns") or table.get("schema") or {})
         named = []
         if "bucket_by" in layout:
@@ -428,8 +433,24 @@ def _check_layouts(at: Where, data: dict) -> None:
             raise at.error(where + ("bucket_by", "columns"), "a bucket column cannot also be a partition column")
 
 
+def _check_pruned_tables(at: Where, data: dict) -> None:
+    """`dynamic_pruning` names tables of this file."""
+    expect = data.get("expect") or {}
+    places = [(("expect",), expect)] + [(("expect", "overrides", i), o) for i, o in enumerate(expect.get("overrides") or [])]
+    tables = list(data["tables"])
+    for where, block in places:
+        wanted = block.get("dynamic_pruning")
+        if wanted is None:
+            continue
+        listed = wanted if isinstance(wanted, list) else [wanted]
+        for i, want in enumerate(listed):
+            field_path = where + ("dynamic_pruning",) + ((i,) if isinstance(wanted, list) else ()) + ("table",)
+            if want["table"] not in tables:
+                raise at.error(field_path, f"'{want['table']}' is not a table of this file{did_you_mean(want['table'], tables)}")
+
+
 SEMANTIC_CHECKS = (_check_join_tables, _check_derived, _check_literal_rows, _check_stats, _check_columns, _check_layouts,
-                   _check_join_columns, _check_stream_shape, _check_plan_only, _check_synthetic, _check_all_hints, _check_confs,
+                   _check_pruned_tables, _check_join_columns, _check_stream_shape, _check_plan_only, _check_synthetic, _check_all_hints, _check_confs,
                    _check_version_specifiers, _check_patterns)
 
 

@@ -24,7 +24,7 @@ from harness.core.files import atomic_write_text
 from harness.scenario.checks import HEAVY_PROVIDERS
 from harness.scenario.model import stable_seed
 from harness.scenario.tables import is_literal, is_stats_only, literal_schema
-from harness.spark.stats_only import empty_frame, spark_type, stats_only_table
+from harness.spark.stats_only import empty_frame, spark_type, stats_only_table, with_layout
 
 TWO_53 = 9007199254740992
 POOL_SEPARATOR = "\u0001"
@@ -378,23 +378,10 @@ def _table_exists(spark, table: str) -> bool:
     return jsession.catalog().tableExists(table) if jsession is not None else spark.catalog.tableExists(table)
 
 
-def _layout(writer, spec: dict):
-    """Spark's own bucketBy/sortBy/partitionBy for the table's declared layout."""
-    bucket = spec.get("bucket_by")
-    if bucket:
-        columns = bucket["columns"]
-        writer = writer.bucketBy(bucket["buckets"], columns[0], *columns[1:])
-        if bucket.get("sort_by"):
-            writer = writer.sortBy(bucket["sort_by"][0], *bucket["sort_by"][1:])
-    if spec.get("partition_by"):
-        writer = writer.partitionBy(*spec["partition_by"])
-    return writer
-
-
 def _catalog_table(spark, table: str, df, analyze: str | None, spec: dict | None = None):
     if not _table_exists(spark, table):
         try:
-            _layout(df.write.format("parquet"), spec or {}).saveAsTable(table)
+            with_layout(df.write.format("parquet"), spec or {}).saveAsTable(table)
         except Exception:
             # Through Spark Connect the warehouse is the server's, shared by every worker's
             # session: another worker may have created the same table meanwhile (the same

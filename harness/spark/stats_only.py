@@ -26,12 +26,30 @@ STATS_FORMAT_VERSION = "2"
 
 def stats_only_table(spark, table_name: str, spec: dict):
     """The empty catalog table carrying the spec's statistics (created once per worker:
-    its name holds a fingerprint of the spec)."""
+    its name holds a fingerprint of the spec), with its declared bucket spec and
+    partition columns: a production layout replayed without its data."""
     if not spark._jsparkSession.catalog().tableExists(table_name):
-        # through the catalog API with a parsed schema: no DDL text is built from the file
-        spark.catalog.createTable(table_name, source="parquet", schema=struct_type(spec))
+        if spec.get("bucket_by") or spec.get("partition_by"):
+            # the writer's own bucketBy/sortBy/partitionBy over no rows: no DDL text either
+            with_layout(empty_frame(spark, spec).write.format("parquet"), spec).saveAsTable(table_name)
+        else:
+            # through the catalog API with a parsed schema: no DDL text is built from the file
+            spark.catalog.createTable(table_name, source="parquet", schema=struct_type(spec))
         inject(spark, table_name, spec)
     return spark.table(table_name)
+
+
+def with_layout(writer, spec: dict):
+    """Spark's own bucketBy/sortBy/partitionBy for a catalog table's declared layout."""
+    bucket = spec.get("bucket_by")
+    if bucket:
+        columns = bucket["columns"]
+        writer = writer.bucketBy(bucket["buckets"], columns[0], *columns[1:])
+        if bucket.get("sort_by"):
+            writer = writer.sortBy(bucket["sort_by"][0], *bucket["sort_by"][1:])
+    if spec.get("partition_by"):
+        writer = writer.partitionBy(*spec["partition_by"])
+    return writer
 
 
 def spark_type(type_name: str) -> str:

@@ -370,3 +370,34 @@ def test_float_smallint_and_nested_columns_are_captured(session, warehouse, tmp_
     record, joins, estimates = replayed_plan(session, path)
     assert record.status == "passed", record.message
     assert (joins, estimates) == direct_joins
+
+
+def test_a_bucketed_table_replays_its_bucket_spec_and_a_partitioned_one_says_it_is_not(session, warehouse, tmp_path):
+    spark = warehouse
+    if not spark._jsparkSession.catalog().tableExists("prod", "orders_b"):
+        for name, buckets in (("orders_b", 8), ("customers_b", 8)):
+            spark.range(4000).selectExpr("id % 500 AS customer", "id AS amount").write \
+                .bucketBy(buckets, "customer").sortBy("customer").saveAsTable(f"prod.{name}")
+            spark.sql(f"ANALYZE TABLE prod.{name} COMPUTE STATISTICS")
+        spark.range(4000).selectExpr("id % 500 AS customer", "id % 4 AS day").write.partitionBy("day") \
+            .saveAsTable("prod.visits_p")
+    query = "SELECT * FROM prod.orders_b o JOIN prod.customers_b c ON o.customer = c.customer"
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        path = capture(query, tmp_path / "b.yaml", source="b.sql")
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    tables = yaml.safe_load(path.read_text())["tables"]
+    assert tables["orders_b"]["bucket_by"] == {"columns": ["customer"], "buckets": 8, "sort_by": ["customer"]}
+    # replayed on empty tables with that bucket spec: the sort-merge join shuffles neither side
+    (case,) = expand(load_scenario(path))
+    case.scenario.data["spark_conf"] = {**case.scenario.data.get("spark_conf", {}),
+                                        "spark.sql.autoBroadcastJoinThreshold": -1}
+    record = runner.run_case(case, session)
+    top = record.observed.initial.joins[0]
+    assert (top["strategy"], top["shuffles"]) == ("SortMergeJoin", {"left": 0, "right": 0}), record.message
+
+    partitioned = capture("SELECT * FROM prod.visits_p v JOIN prod.item i ON v.customer = i.id", tmp_path / "p.yaml",
+                          source="p.sql")
+    text = partitioned.read_text()
+    assert "partition_by" not in text and "prod.visits_p is partitioned by day: not replayed" in text

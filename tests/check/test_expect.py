@@ -1,4 +1,6 @@
 """Expectation resolution (version specifiers, matrix values) and comparison."""
+import pytest
+
 from harness.check import expect
 from harness.core.options import deployment
 from harness.core.records import Observation
@@ -229,3 +231,52 @@ def test_shuffles_below_each_side_of_the_top_join():
     # a plan read from printed text (Spark Connect) has no counts: not checkable, never passed
     printed = Observation.from_json({"initial": {"joins": [smj]}, "unavailable": ["warnings"]})
     assert expect.not_checkable({"plan": "initial", "shuffles": {"left": 0}}, printed) == ["shuffles"]
+
+
+def _scan(table, bucketed=False, pruning="none", note=None):
+    return {"table": table, "bucketed": bucketed, "bucket_note": note, "pruning": pruning}
+
+
+def test_bucketed_scan_per_side_of_the_top_join():
+    smj = {"strategy": "SortMergeJoin", "build_side": "none", "join_type": "Inner", "left_keys": "", "right_keys": "",
+           "condition": "", "null_aware": False, "shuffles": {"left": 1, "right": 1}}
+    seen = Observation.from_json({"initial": {"joins": [{**smj, "scans": {
+        "left": [_scan("orders", note="false (disabled by query planner)")], "right": [_scan("payments")]}}]}})
+    assert expect.compare({"plan": "initial", "bucketed_scan": {"left": False, "right": False}}, seen) == []
+    assert expect.compare({"plan": "initial", "bucketed_scan": {"left": True}}, seen) == [
+        "initial plan: expected the left side of SortMergeJoin to read buckets, observed not bucketed scan(s) "
+        "(orders: Bucketed: false (disabled by query planner))"]
+    nothing = Observation.from_json({"initial": {"joins": [{**smj, "scans": {"left": [], "right": []}}]}})
+    assert "no file scan below the right side" in expect.compare({"plan": "initial", "bucketed_scan": {"right": False}},
+                                                                  nothing)[0]
+
+
+def test_dynamic_pruning_of_a_table_and_whether_it_reuses_the_broadcast():
+    bhj = {"strategy": "BroadcastHashJoin", "build_side": "right", "join_type": "Inner", "left_keys": "",
+           "right_keys": "", "condition": "", "null_aware": False}
+
+    def plan(pruning):
+        return Observation.from_json({"initial": {"joins": [{**bhj, "scans": {
+            "left": [_scan("sales", pruning=pruning)], "right": [_scan("stores")]}}]}})
+    on_broadcast = {"table": "sales", "pruned": True, "reuses_broadcast": True}
+    assert expect.compare({"plan": "initial", "dynamic_pruning": [on_broadcast]}, plan("broadcast")) == []
+    assert expect.compare({"plan": "initial", "dynamic_pruning": [on_broadcast]}, plan("subquery")) == [
+        "initial plan: expected sales's pruning filter to reuse the join's broadcast, observed a pruning filter "
+        "with a subquery of its own"]
+    # a filter Spark planned and then replaced by `true` prunes nothing
+    assert expect.compare({"plan": "initial", "dynamic_pruning": [{"table": "sales", "pruned": False}]},
+                          plan("dropped")) == []
+    assert expect.compare({"plan": "initial", "dynamic_pruning": [{"table": "stores", "pruned": True}]},
+                          plan("broadcast")) == ["initial plan: expected stores dynamically pruned, observed no pruning filter"]
+    # a final plan rebuilt from Spark Connect's metrics has no scan arguments: not checkable
+    printed = Observation.from_json({"initial": {"joins": [bhj]}, "unavailable": ["warnings"]})
+    assert expect.not_checkable({"plan": "initial", "dynamic_pruning": [on_broadcast]}, printed) == ["dynamic_pruning"]
+
+
+def test_a_single_dynamic_pruning_expectation_reads_as_a_list_and_names_a_table_of_the_file(write_scenario):
+    from harness.scenario.errors import ScenarioError
+    text = MINIMAL.replace("expect:", "expect:\n  dynamic_pruning: {table: a, pruned: false}")
+    case = expand(load_scenario(write_scenario(text)))[0]
+    assert expect.resolve(case, "4.3.0")["dynamic_pruning"] == [{"table": "a", "pruned": False}]
+    with pytest.raises(ScenarioError, match=r"case.yaml:\d+: expect.dynamic_pruning.table: 'sales' is not a table of this file"):
+        load_scenario(write_scenario(text.replace("table: a", "table: sales")))

@@ -33,3 +33,32 @@ def test_why_lines_for_a_case_and_for_a_cross_strategy_check():
                                 "BROADCAST@left: BroadcastHashJoin (build left) → 5 rows, checksum cd",
                                 "SHUFFLE_HASH@left: rejected: hint not applicable"]
     assert conf_bytes("10485760b") == "10,485,760 B" and conf_bytes(None) == "unknown" and conf_bytes("10MB") == "10MB"
+
+
+def _join(strategy, shuffles, left, right, build="none"):
+    return {"joins": [{"strategy": strategy, "build_side": build, "shuffles": shuffles,
+                       "scans": {"left": left, "right": right}}]}
+
+
+def _scan(table, bucketed, note=None):
+    return {"table": table, "bucketed": bucketed, "bucket_note": note, "pruning": "none"}
+
+
+def test_why_each_side_of_the_join_is_or_is_not_shuffled():
+    from harness.observe.describe import shuffle_words
+    bucketed = _join("SortMergeJoin", {"left": 0, "right": 1}, [_scan("orders", True, "true")],
+                     [_scan("customers", False)])
+    assert shuffle_words({"initial": bucketed}) == (
+        "shuffles: left none: orders read as buckets, already partitioned as the join needs; "
+        "right 1 exchange below: customers not read as buckets")
+    planner = _join("SortMergeJoin", {"left": 1, "right": 1}, [_scan("orders", False, "false (disabled by query planner)")],
+                    [_scan("payments", False)])
+    assert "left 1 exchange below: bucketed but not read as buckets (orders: Bucketed: false (disabled by query planner))" \
+        in shuffle_words({"initial": planner})
+    mismatched = _join("SortMergeJoin", {"left": 2, "right": 1}, [_scan("orders", True, "true")], [])
+    assert "left 2 exchanges below although orders is read as buckets" in shuffle_words({"initial": mismatched})
+    broadcast = _join("BroadcastHashJoin", {"left": 0, "right": 0}, [], [], build="right")
+    assert shuffle_words({"initial": broadcast, "final": broadcast}) == (
+        "shuffles: left streamed: none (the join needs no shuffle); right broadcast: none (the join needs no shuffle)")
+    # a plan read from printed metrics has no counts: nothing said
+    assert shuffle_words({"initial": {"joins": [{"strategy": "SortMergeJoin", "shuffles": None}]}}) == ""

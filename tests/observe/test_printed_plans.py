@@ -185,3 +185,44 @@ def test_explain_text_without_the_private_call_is_what_explain_prints():
             print(f"== Physical Plan ==\nRange (0, 1, step=1, splits=1) [{mode}]")
 
     assert printed_plans.explained(Frame(), "cost").endswith("[cost]\n")
+
+
+# Printed by PySpark 4.3.0 (explain, simple mode): a partitioned fact pruned on the join's
+# broadcast, and a bucketed table read as buckets joined with one read as plain files.
+PRUNED = """\
+*(2) Project [id#23L, c#27L]
++- *(2) BroadcastHashJoin [p#25L], [p#26L], Inner, BuildRight, false, false
+   :- *(2) ColumnarToRow
+   :  +- FileScan parquet spark_catalog.default.fact[id#23L,p#25L] Batched: true, DataFilters: [], Format: Parquet, Location: InMemoryFileIndex(20 paths)[file:/tmp/wh/fact/p=3, ...], PartitionFilters: [isnotnull(p#25L), dynamicpruningexpression(p#25L IN dynamicpruning#30)], PushedFilters: [], ReadSchema: struct<id:bigint>
+   :        +- SubqueryBroadcast dynamicpruning#30, [0], [p#26L], [id=#192]
+   :           +- BroadcastExchange HashedRelationBroadcastMode(List(input[0, bigint, false]),false), [plan_id=191]
+   :              +- *(1) Filter ((isnotnull(c#27L) AND (c#27L = 1)) AND isnotnull(p#26L))
+   :                 +- *(1) ColumnarToRow
+   :                    +- FileScan parquet spark_catalog.default.dim[p#26L,c#27L] Batched: true, DataFilters: [isnotnull(c#27L), (c#27L = 1), isnotnull(p#26L)], Format: Parquet, Location: InMemoryFileIndex(1 paths)[file:/tmp/wh/dim], PartitionFilters: [], PushedFilters: [IsNotNull(c), EqualTo(c,1), IsNotNull(p)], ReadSchema: struct<p:bigint,c:bigint>
+   +- ReusedExchange [p#26L, c#27L], BroadcastExchange HashedRelationBroadcastMode(List(input[0, bigint, false]),false), [plan_id=191]
+"""
+BUCKETED = """\
+*(5) SortMergeJoin [k#3L], [k#5L], Inner
+:- *(2) Sort [k#3L ASC NULLS FIRST], false, 0
+:  +- *(1) Filter isnotnull(k#3L)
+:     +- *(1) ColumnarToRow
+:        +- FileScan parquet spark_catalog.default.bk[id#2L,k#3L] Batched: true, Bucketed: true, DataFilters: [isnotnull(k#3L)], Format: Parquet, Location: InMemoryFileIndex(1 paths)[file:/tmp/wb/bk], PartitionFilters: [], PushedFilters: [IsNotNull(k)], ReadSchema: struct<id:bigint,k:bigint>, SelectedBucketsCount: 4 out of 4
++- *(4) Sort [k#5L ASC NULLS FIRST], false, 0
+   +- Exchange hashpartitioning(k#5L, 4), ENSURE_REQUIREMENTS, [plan_id=40]
+      +- *(3) Filter isnotnull(k#5L)
+         +- *(3) ColumnarToRow
+            +- FileScan parquet spark_catalog.default.bk2[id#4L,k#5L] Batched: true, Bucketed: false (disabled by configuration), DataFilters: [isnotnull(k#5L)], Format: Parquet, Location: InMemoryFileIndex(1 paths)[file:/tmp/wb/bk2], PartitionFilters: [], PushedFilters: [IsNotNull(k)], ReadSchema: struct<id:bigint,k:bigint>
+"""
+
+
+def test_scans_below_each_side_read_from_the_printed_plan_without_the_pruning_subquery():
+    top = printed_plans.join_nodes(PrintedPlan(text=PRUNED), {"fact": "sales", "dim": "stores"})[0]
+    assert top.scans == {"left": [{"table": "sales", "bucketed": False, "bucket_note": None, "pruning": "broadcast"}],
+                         "right": []}  # the dimension's scan is inside the reused broadcast
+    assert top.shuffles == {"left": 0, "right": 0}  # the subquery's exchange is not the join's
+    dropped = PRUNED.replace("dynamicpruningexpression(p#25L IN dynamicpruning#30)", "dynamicpruningexpression(true)")
+    assert printed_plans.join_nodes(PrintedPlan(text=dropped))[0].scans["left"][0]["pruning"] == "dropped"
+    smj = printed_plans.join_nodes(PrintedPlan(text=BUCKETED))[0]
+    assert [(s["table"], s["bucketed"], s["bucket_note"]) for side in ("left", "right") for s in smj.scans[side]] == [
+        ("bk", True, "true"), ("bk2", False, "false (disabled by configuration)")]
+    assert smj.shuffles == {"left": 0, "right": 1}

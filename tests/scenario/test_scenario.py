@@ -177,3 +177,22 @@ def test_bucket_and_partition_layouts_are_checked_at_collection(write_scenario, 
 def test_a_layout_on_a_derived_table_is_refused(write_scenario):
     text = MINIMAL.replace("join:", "  d:\n    from: a\n    bucket_by: {columns: [k], buckets: 4}\njoin:")
     assert "tables.d" in error_of(write_scenario, text)
+
+
+STATS_ONLY = MINIMAL.replace("""  b:
+    rows: 10
+    columns:
+      k: {sequence: {}}
+""", """  b:
+    schema: {k: long, v: long}
+    stats: {size_bytes: 20000000000, rows: 500000000}
+""")
+
+
+def test_a_statistics_only_table_may_be_bucketed_but_not_partitioned(write_scenario):
+    bucketed = STATS_ONLY.replace("rows: 500000000}\n", "rows: 500000000}\n    bucket_by: {columns: [k], buckets: 512}\n")
+    load_scenario(write_scenario(bucketed))
+    message = error_of(write_scenario, bucketed.replace("bucket_by: {columns: [k], buckets: 512}", "partition_by: [k]"))
+    assert "tables.b.partition_by: a statistics-only table cannot be partitioned" in message
+    assert "bucket_by.columns[0]: 'kk' is not a column of table 'b'" in error_of(
+        write_scenario, bucketed.replace("columns: [k]", "columns: [kk]"))
