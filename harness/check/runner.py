@@ -266,7 +266,7 @@ def _observe_stream(session, scope, case, tables, collect_rows, timings, start) 
         run = streaming.run_stream(session, scope, case, tables)
         row = checksum_frame(run["result"]).collect()[0]
         streamed = executions.Streamed(int(row["rows"]), checksum_text(row["hash_sum"]),
-                                       plans_of(session).stream_plan(run["query"]), run["batches"])
+                                       plans_of(session).stream_plan(run["query"]), run["batches"], run["steps"])
         executions.remember_stream(memo_key, streamed)
         if collect_rows:
             result_rows = expect.normalize_rows(run["result"].limit(RESULT_ROWS_LIMIT + 1).collect())
@@ -276,7 +276,7 @@ def _observe_stream(session, scope, case, tables, collect_rows, timings, start) 
                          text=plans_of(session).plan_text(streamed.plan)),
         executed=True, rows=streamed.rows, checksum=streamed.checksum,
         conf={k: session.conf_value(k) for k in case.spark_conf}, join_conf=_join_conf(session, case.spark_conf),
-        stream_batches=streamed.batches, result_rows=result_rows, timings=timings)
+        stream_batches=streamed.batches, stream_steps=streamed.steps, result_rows=result_rows, timings=timings)
     timings["execute_s"] = time.perf_counter() - start
     return observed
 
@@ -314,7 +314,8 @@ def observation_needs(case: Case, expected: dict) -> dict:
     """What the expectations in force make a run observe beyond the plans: the only part
     of them that changes an observation (harness.store keys by it)."""
     return {"execute": not case.scenario.plan_only and expect.executes(expected),
-            "result_rows": "result_rows" in expected, "operators": _wants_operators(case)}
+            "result_rows": "result_rows" in expected, "operators": _wants_operators(case),
+            "step_rows": any("new_rows" in step for step in expected.get("batches") or [])}
 
 
 def run_case(case: Case, session: Session) -> dict:
@@ -381,6 +382,15 @@ def _identity(case: Case, session: Session) -> Identity:
     )
 
 
+def _unchecked_words(unchecked: list[str], version: str) -> list[str]:
+    """What could not be checked, by why: the deployment could not see it, or this Spark
+    version does not report it (a stream step's figure)."""
+    unreported = [item for item in unchecked if item.startswith("batch ")]
+    unseen = [item for item in unchecked if not item.startswith("batch ")]
+    return ([f"{NOT_CHECKABLE}: {', '.join(unseen)}"] if unseen else []) + \
+        ([f"not reported by Spark {version}: {', '.join(unreported)}"] if unreported else [])
+
+
 def make_record(case: Case, session: Session, expected: dict, observed: Observation, total_s: float) -> CaseRecord:
     judged = None if "model" in (observed.unavailable or []) else \
         model.evaluate(observed, session.versions["spark"], streaming="stream" in case.scenario.data)
@@ -389,10 +399,11 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
     problems = expect.compare(expected, observed) if expect.has_assertions(expected) else []
     status = _status(expected, observed, problems)
     unchecked = expect.not_checkable(expected, observed) if expect.has_assertions(expected) else []
+    said = _unchecked_words(unchecked, session.versions["spark"])
     if unchecked and status == "passed":  # what held was checked; the rest could not be: never green
-        status, problems = "unchecked", [f"{NOT_CHECKABLE}: {', '.join(unchecked)}"]
+        status, problems = "unchecked", said
     elif unchecked and problems:
-        problems.append(f"{NOT_CHECKABLE}: {', '.join(unchecked)}")
+        problems += said
     if status in ("error", "timeout") and not problems:
         problems = [f"{observed.error.cls}: {observed.error.message}"]
     version = session.versions["spark"]

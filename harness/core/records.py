@@ -90,6 +90,7 @@ class Observation:
     warnings: Optional[list] = None
     result_rows: Optional[list] = None
     stream_batches: Optional[int] = None
+    stream_steps: Optional[list] = None  # per `stream.batches` step: added, emitted, watermark, state, late rows
     final_not_applicable: Optional[str] = None   # why a case has no final plan by design
     unavailable: Optional[list] = None   # what the deployment could not observe (Spark Connect)
     undefined_conf: Optional[list] = None  # configs of the case this Spark does not declare (not set)
@@ -110,7 +111,8 @@ class Observation:
                    error=SparkError.from_json(data.get("error")), conf=data.get("conf") or {},
                    join_conf=data.get("join_conf"), timings=data.get("timings") or {},
                    warnings=data.get("warnings"), result_rows=data.get("result_rows"),
-                   stream_batches=data.get("stream_batches"), final_not_applicable=data.get("final_not_applicable"),
+                   stream_batches=data.get("stream_batches"), stream_steps=data.get("stream_steps"),
+                   final_not_applicable=data.get("final_not_applicable"),
                    unavailable=data.get("unavailable"), undefined_conf=data.get("undefined_conf"))
 
     def to_json(self) -> dict:
@@ -120,8 +122,8 @@ class Observation:
             "estimates": self.estimates, "executed": self.executed, "rows": self.rows, "checksum": self.checksum,
             "error": self.error.to_json() if self.error is not None else None, "conf": self.conf,
             "timings": self.timings}
-        for key in ("join_conf", "warnings", "result_rows", "stream_batches", "final_not_applicable", "unavailable",
-                    "undefined_conf"):
+        for key in ("join_conf", "warnings", "result_rows", "stream_batches", "stream_steps", "final_not_applicable",
+                    "unavailable", "undefined_conf"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out

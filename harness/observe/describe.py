@@ -46,6 +46,9 @@ def expectation_words(expected: dict | None) -> str:
     for want in expected.get("dynamic_pruning") or []:
         parts.append(f"{want['table']} {'' if want['pruned'] else 'not '}dynamically pruned" +
                      {True: " on the join's broadcast", False: " by a subquery of its own"}.get(want.get("reuses_broadcast"), ""))
+    if expected.get("batches"):
+        parts.append(f"per-batch expectations on {sum(1 for b in expected['batches'] if b)} of "
+                     f"{len(expected['batches'])} stream steps")
     for side, bounds in (expected.get("estimates") or {}).items():
         limits = [f"≥ {bounds['min']:,} B" if "min" in bounds else "", f"≤ {bounds['max']:,} B" if "max" in bounds else ""]
         parts.append(f"{side} estimate " + " and ".join(x for x in limits if x))
@@ -117,6 +120,7 @@ def why_lines(record: dict) -> list[str]:
     shuffles = shuffle_words(observed)
     if shuffles:
         lines.append(shuffles)
+    lines += stream_step_lines(observed)
     conf = observed.get("conf") or {}
     if conf:
         lines.append("configs: " + ", ".join(f"{k}={v}" for k, v in conf.items()))
@@ -129,6 +133,23 @@ def why_lines(record: dict) -> list[str]:
     if observed.get("undefined_conf"):
         lines.append(undefined_conf_words(observed["undefined_conf"], (record.get("versions") or {}).get("spark", "?")))
     return lines
+
+
+def stream_step_lines(observed: dict, limit: int = 20) -> list[str]:
+    """One line per step of a stream fed step by step (`stream.batches`)."""
+    steps = observed.get("stream_steps") or []
+    lines = [f"batch {i}: {step_words(step)}" for i, step in enumerate(steps[:limit], start=1)]
+    if len(steps) > limit:
+        lines.append(f"… {len(steps) - limit} more batches (the report lists them all)")
+    return lines
+
+
+def step_words(step: dict) -> str:
+    added = ", ".join(f"+{n} {name}" for name, n in step["added"].items()) or "nothing added"
+    late = "not reported" if step["late_rows_dropped"] is None else step["late_rows_dropped"]
+    state = "not reported" if step["state_rows"] is None else step["state_rows"]
+    return (f"{added} → {step['emitted']} row(s) out in {step['micro_batches']} micro-batch(es); "
+            f"watermark {step['watermark'] or 'none'}; state rows {state}; late rows dropped {late}")
 
 
 BROADCASTS = ("BroadcastHashJoin", "BroadcastNestedLoopJoin")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.core.files import atomic_write_text
 from harness.core.vocab import describe_join, version_sort_key
-from harness.observe.describe import conf_bytes, expectation_words, undefined_conf_words
+from harness.observe.describe import conf_bytes, expectation_words, stream_step_lines, undefined_conf_words
 from harness.report import diff
 from harness.report.pages import jinja_env, script_json
 from harness.report.plan_pictures import PlanPictures
@@ -108,6 +108,7 @@ def _detail(record: dict, folder: str) -> dict:
         if observed.get("undefined_conf") else "",
         "error": f"{observed['error']['class']}: {observed['error']['message'][:400]}" if observed.get("error") else "",
         "prediction": (record.get("model") or {}).get("explanation", ""),
+        "steps": stream_step_lines(observed),
         "link": f"{folder}/index.html#{record['case_id']}",
     }
 

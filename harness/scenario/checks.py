@@ -66,6 +66,32 @@ def _check_stream(path: Path, data: dict, lines: dict) -> None:
         if column_type(tables[name], mark["column"]) != "timestamp":
             raise ScenarioError(path, line_for(lines, where + ("column",)), dotted(where + ("column",)),
                                 f"'{mark['column']}' must be a column of '{name}' with type: timestamp")
+    at = Where(path, lines)
+    for i, batch in enumerate(data["stream"].get("batches", [])):
+        for name, added in batch["add"].items():
+            where = ("stream", "batches", i, "add", name)
+            if name not in (join["left"], join["right"]):
+                raise at.error(where, f"'{name}' is not a side of the join ({join['left']}, {join['right']})")
+            for r, row in enumerate(added.get("rows", [])):
+                _check_batch_row(at, where + ("rows", r), row, tables[name])
+
+
+def _check_batch_row(at: "Where", where: tuple, row: list, table: dict) -> None:
+    """One value per column of the table, of the column's type where the file says it."""
+    columns = table_columns(table)
+    if len(row) != len(columns):
+        raise at.error(where, f"{len(row)} value(s) for {len(columns)} column(s) ({', '.join(columns)})")
+    for value, column in zip(row, columns):
+        type_name = column_type(table, column)
+        if value is None or type_name is None:
+            if isinstance(value, (list, dict)):
+                raise at.error(where, f"{excerpt(value)} is not a value (column '{column}')")
+            continue
+        kind = {"int": int, "long": int, "bigint": int, "double": (int, float), "string": str, "boolean": bool,
+                "date": str, "timestamp": str}.get(type_name, (int, float, str, bool))
+        if not isinstance(value, kind) or (isinstance(value, bool) and type_name != "boolean") \
+                or not _literal_fits(value, type_name):
+            raise at.error(where, f"{excerpt(value)} is not a {type_name} (column '{column}')")
 
 
 # Faker providers that build large binary/structured payloads rather than a value.

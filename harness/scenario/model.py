@@ -58,6 +58,10 @@ def sql_texts(data: dict):
         for cname, column in table.get("columns", {}).items():
             if "expr" in column:
                 yield ("tables", tname, "columns", cname, "expr"), column["expr"]
+    for i, batch in enumerate((data.get("stream") or {}).get("batches", [])):
+        for tname, added in batch["add"].items():
+            if "where" in added:
+                yield ("stream", "batches", i, "add", tname, "where"), added["where"]
 
 
 @dataclass

@@ -94,6 +94,7 @@ class Streamed:
     checksum: str
     plan: object  # the last micro-batch's executed plan
     batches: int
+    steps: list | None = None  # per declared step (`stream.batches`): harness.spark.streaming._run_steps
 
 
 _STREAMS: OrderedDict = OrderedDict()

@@ -235,6 +235,26 @@ def _check_scenario(spark, scenario) -> None:
     stand_ins = _stand_ins(spark, scenario)
     _check_condition(data, stand_ins)
     _check_join_sql(spark, data, stand_ins, tables)
+    _check_batch_filters(data, stand_ins)
+
+
+def _check_batch_filters(data: dict, stand_ins: dict) -> None:
+    """A stream step's `where`, analysed over its table as the step applies it."""
+    from pyspark.sql import functions as F
+    for i, batch in enumerate((data.get("stream") or {}).get("batches", [])):
+        for name, added in batch["add"].items():
+            if "where" not in added or name not in stand_ins:
+                continue
+            where = ("stream", "batches", i, "add", name, "where")
+            try:
+                frame = stand_ins[name].where(F.expr(added["where"]))
+            except Exception as exc:
+                _refused_by_spark(exc, where)
+                continue
+            try:
+                check_analysed(frame, set(), allow_relations=False)
+            except SqlRefused as exc:
+                raise SqlRefused(where, str(exc)) from None
 
 
 def _is_parse_error(exc: BaseException) -> bool:
@@ -251,6 +271,9 @@ def _has_sql_beyond_text(data: dict) -> bool:
     """Whether any of the scenario's SQL needs an analysed plan to be judged: a join
     condition or query, a derived table, a filter or an `expr` column."""
     if "condition" in data["join"] or "sql" in data["join"]:
+        return True
+    if any("where" in added for batch in (data.get("stream") or {}).get("batches", [])
+           for added in batch["add"].values()):
         return True
     return any(is_derived(spec) or "filter" in spec or any("expr" in column for column in spec.get("columns", {}).values())
                for spec in data["tables"].values())

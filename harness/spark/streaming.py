@@ -5,7 +5,13 @@ Each table is written as parquet into its own source directory and read back wit
 DataFrame or SQL join as for tables, written to a memory sink in append mode and
 driven with `processAllAvailable()` (works on every version, unlike availableNow).
 
-Outer and semi joins only emit a row once the watermark has passed it. So after the
+With `stream.batches` the rows are added step by step instead (`_run_steps`): after each
+step every micro-batch Spark wants runs (its default: one without data when the watermark
+moved, which evicts state and emits outer rows), and what the step emitted, the
+watermark, the state rows and the rows dropped as late are read from the sink and the
+query's progress. The result is whatever the sink holds at the end.
+
+Without steps, outer and semi joins only emit a row once the watermark has passed it. So after the
 data, two "flush" micro-batches add one row per watermarked side whose event time lies
 far past the data (30 and 60 days after the latest; other columns copied from a row
 without NULLs, so that inferred `IS NOT NULL` filters keep it). The first moves the
@@ -86,18 +92,24 @@ def run_stream(session, scope, case: Case, tables: dict) -> dict:
     spark = session.spark
     direct = session.deployment == "connect"
     watermarks = case.scenario.data["stream"]["watermarks"]
+    steps = case.scenario.data["stream"].get("batches")
     if "spark.sql.shuffle.partitions" not in case.spark_conf:
         # Each stateful partition keeps state stores on both sides: 200 of them make
         # every micro-batch take seconds on a laptop.
         scope.set_conf("spark.sql.shuffle.partitions", STATE_PARTITIONS)
-    # The flush batches move the watermark and then evict: no empty batches needed.
-    scope.set_conf("spark.sql.streaming.noDataMicroBatches.enabled", False)
+    if steps:
+        # every step's progress is read back: more than the 100 Spark keeps by default
+        scope.set_conf("spark.sql.streaming.numRecentProgressUpdates", 10 * MAX_STEPS)
+    else:
+        # The flush batches move the watermark and then evict: no empty batches needed.
+        scope.set_conf("spark.sql.streaming.noDataMicroBatches.enabled", False)
     root = session.workdir / "streams" / uuid.uuid4().hex[:12]
     streams, sources = {}, {}
     for name in tables:
         sources[name] = root / "sources" / name
         sources[name].mkdir(parents=True)
-    _append([(df, sources[name], f"{name}-0") for name, df in tables.items()], root / "staging", direct)
+    if not steps:
+        _append([(df, sources[name], f"{name}-0") for name, df in tables.items()], root / "staging", direct)
     for name, df in tables.items():
         stream = spark.readStream.schema(df.schema).parquet(str(sources[name]))
         if name in watermarks:
@@ -109,6 +121,10 @@ def run_stream(session, scope, case: Case, tables: dict) -> dict:
              .option("checkpointLocation", str(root / "checkpoint")).start())
     scope.on_close(lambda: _stop(spark, query, sink, root))
     scope.on_timeout(query.stop)
+    if steps:
+        observed = _run_steps(spark, scope, case, query, tables, sources, root, direct, sink)
+        batches = int(_progress(query.lastProgress, "batchId")) + 1 if query.lastProgress else 0
+        return {"query": query, "result": spark.table(sink), "batches": batches, "steps": observed}
     appended = sum(df.count() for df in tables.values())
     _drain(query, appended, scope)
     latest = _latest_event_time(tables, watermarks)
@@ -119,7 +135,115 @@ def run_stream(session, scope, case: Case, tables: dict) -> dict:
         appended += len(watermarks)
         _drain(query, appended, scope)
     batches = int(_progress(query.lastProgress, "batchId")) + 1 if query.lastProgress else 0
-    return {"query": query, "result": _without_flush_rows(spark.table(sink), watermarks, latest), "batches": batches}
+    return {"query": query, "result": _without_flush_rows(spark.table(sink), watermarks, latest), "batches": batches,
+            "steps": None}
+
+
+MAX_STEPS = 100  # the schema's bound on `stream.batches`
+
+
+def _step_rows(spark, table, added: dict):
+    """The rows a step adds to one stream: a filter over the table, or literal rows cast
+    to the table's schema (built as VALUES from the file's values, never its text)."""
+    from pyspark.sql import functions as F
+
+    from harness.spark.datagen import _sql_literal
+    if "where" in added:
+        return table.where(F.expr(added["where"]))
+    fields = table.schema.fields
+    if not added["rows"]:
+        return table.limit(0)
+    values = ", ".join("(" + ", ".join(_sql_literal(v, _type_name(f)) for v, f in zip(row, fields)) + ")"
+                       for row in added["rows"])
+    names = ", ".join(f"`{f.name}`" for f in fields)
+    frame = spark.sql(f"SELECT * FROM VALUES {values} AS t({names})")
+    return frame.select(*[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in fields])
+
+
+def _type_name(field) -> str:
+    """The scenario's word for a column's Spark type (what `_sql_literal` writes)."""
+    name = field.dataType.simpleString()
+    return {"bigint": "long"}.get(name, name)
+
+
+def _run_steps(spark, scope, case, query, tables: dict, sources: dict, root, direct: bool, sink: str) -> list[dict]:
+    """Feed the declared steps one by one; per step, what it added, emitted and left."""
+    steps = case.scenario.data["stream"]["batches"]
+    want_rows = any("new_rows" in (step.get("expect") or {}) for step in steps)
+    appended, seen_batch, before, observed = 0, -1, ([] if want_rows else 0), []
+    for i, step in enumerate(steps):
+        frames = {name: _step_rows(spark, tables[name], added) for name, added in step["add"].items()}
+        counts = {name: frame.count() for name, frame in frames.items()}
+        _append([(frame, sources[name], f"{name}-step{i}") for name, frame in frames.items()],
+                root / "staging", direct)
+        appended += sum(counts.values())
+        _drain(query, appended, scope)
+        progress = [p for p in query.recentProgress if int(_progress(p, "batchId")) > seen_batch]
+        if progress:
+            seen_batch = int(_progress(progress[-1], "batchId"))
+        record = {"added": counts, "micro_batches": len(progress), **_step_progress(progress, observed)}
+        sink_rows = spark.table(sink)
+        if want_rows:
+            from harness.check.expect import normalize_rows
+            now = normalize_rows(sink_rows.collect())
+            record["new_rows"] = _new_rows(before, now)
+            record["emitted"] = len(now) - len(before)
+            before = now
+        else:
+            now = sink_rows.count()
+            record["emitted"], before = now - before, now
+        observed.append(record)
+    return observed
+
+
+def _new_rows(before: list, now: list) -> list:
+    """The rows of `now` not in `before`, as multisets (a sink in append mode only grows)."""
+    from collections import Counter
+    remaining = Counter(map(repr, before))
+    new = []
+    for row in now:
+        key = repr(row)
+        if remaining[key]:
+            remaining[key] -= 1
+        else:
+            new.append(row)
+    return new
+
+
+def _step_progress(progress: list, earlier: list) -> dict:
+    """The watermark and state rows after a step (the last micro-batch's), and the rows
+    dropped as late over its micro-batches (None where this Spark does not report it:
+    before 3.1). A step that ran no micro-batch leaves them as the step before."""
+    if not progress:
+        last = earlier[-1] if earlier else {}
+        return {"watermark": last.get("watermark"), "state_rows": last.get("state_rows"), "late_rows_dropped": 0
+                if last.get("late_rows_dropped") is not None else None}
+    operators = [_field(p, "stateOperators") or [] for p in progress]
+    dropped = [_field(ops[0], "numRowsDroppedByWatermark") for ops in operators if ops]
+    watermark = (_field(progress[-1], "eventTime") or {}).get("watermark")
+    return {"watermark": _utc_text(watermark),
+            "state_rows": int(_field(operators[-1][0], "numRowsTotal")) if operators[-1] else None,
+            "late_rows_dropped": sum(int(n) for n in dropped) if dropped and None not in dropped else None}
+
+
+def _field(obj, key: str):
+    """A progress field from a dict (PySpark 3.x) or a progress object (4.x)."""
+    if isinstance(obj, dict):
+        return obj.get(key)
+    value = getattr(obj, key, None)
+    if value is None:
+        try:
+            value = obj[key]
+        except (KeyError, TypeError, IndexError):
+            return None
+    return value
+
+
+def _utc_text(iso: str | None) -> str | None:
+    """`2024-01-01T00:20:00.000Z` (how progress reports a watermark) → `2024-01-01 00:20:00`."""
+    if not iso:
+        return None
+    return iso.replace("T", " ").split(".")[0].rstrip("Z")
 
 
 def _without_flush_rows(result, watermarks: dict, latest: str):

@@ -96,8 +96,14 @@ class Environment:
 
 
 def observed_content(scenario: Scenario) -> dict:
-    """The scenario as far as it shapes what Spark does (its judging keys left out)."""
-    return {key: value for key, value in scenario.data.items() if key not in JUDGING_KEYS}
+    """The scenario as far as it shapes what Spark does (its judging keys left out, and
+    the expectations of a stream's steps: whether any step lists its rows is an
+    observation need, `harness.check.runner.observation_needs`)."""
+    content = {key: value for key, value in scenario.data.items() if key not in JUDGING_KEYS}
+    if (content.get("stream") or {}).get("batches"):
+        content["stream"] = {**content["stream"], "batches": [{k: v for k, v in step.items() if k != "expect"}
+                                                              for step in content["stream"]["batches"]]}
+    return content
 
 
 def faker_pools(scenario: Scenario) -> list:

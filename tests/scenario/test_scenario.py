@@ -196,3 +196,54 @@ def test_a_statistics_only_table_may_be_bucketed_but_not_partitioned(write_scena
     assert "tables.b.partition_by: a statistics-only table cannot be partitioned" in message
     assert "bucket_by.columns[0]: 'kk' is not a column of table 'b'" in error_of(
         write_scenario, bucketed.replace("columns: [k]", "columns: [kk]"))
+
+
+STEPPED = """\
+id: stepped
+description: a stream fed step by step
+tables:
+  views:
+    rows: 0
+    columns:
+      ad: {sequence: {}}
+      vts: {uniform: {min: "2024-01-01 00:00:00", max: "2024-01-01 01:00:00"}, type: timestamp}
+  clicks:
+    rows: 0
+    columns:
+      cad: {sequence: {}}
+      cts: {uniform: {min: "2024-01-01 00:00:00", max: "2024-01-01 01:00:00"}, type: timestamp}
+stream:
+  watermarks:
+    views: {column: vts, delay: "10 minutes"}
+  batches:
+    - add:
+        views: {rows: [[1, "2024-01-01 00:00:00"]]}
+      expect: {new_row_count: 0, watermark: "2023-12-31 23:50:00"}
+join:
+  left: views
+  right: clicks
+  condition: "l.ad = r.cad AND r.cts >= l.vts AND r.cts <= l.vts + INTERVAL 10 MINUTES"
+expect:
+  strategy: StreamingSymmetricHashJoin
+"""
+
+
+@pytest.mark.parametrize("edit, says", [
+    (('[[1, "2024-01-01 00:00:00"]]', '[[1, "yesterday"]]'),
+     "stream.batches[0].add.views.rows[0]: 'yesterday' is not a timestamp (column 'vts')"),
+    (('[[1, "2024-01-01 00:00:00"]]', '[[1]]'), "stream.batches[0].add.views.rows[0]: 1 value(s) for 2 column(s)"),
+    (("    - add:\n        views:", "    - add:\n        orders:"),
+     "stream.batches[0].add.orders: 'orders' is not a side of the join (views, clicks)"),
+    (('watermark: "2023-12-31 23:50:00"', 'watermark: "ten past"'), "stream.batches[0].expect.watermark: "),
+    (("expect: {new_row_count: 0,", "expect: {new_row_count: -1,"), "stream.batches[0].expect.new_row_count: "),
+])
+def test_stream_steps_are_checked_at_collection(write_scenario, edit, says):
+    load_scenario(write_scenario(STEPPED))
+    message = error_of(write_scenario, STEPPED.replace(*edit))
+    assert says in message and message.count("\n") == 0, message
+
+
+def test_at_most_100_stream_steps(write_scenario):
+    steps = "".join("    - add:\n        views: {rows: []}\n" for _ in range(101))
+    text = STEPPED.replace("  batches:\n", "  batches:\n" + steps)
+    assert "stream.batches: 102 items; at most 100" in error_of(write_scenario, text)
