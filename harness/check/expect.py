@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
 
 from packaging.specifiers import SpecifierSet
 
@@ -21,6 +20,7 @@ from harness.core.vocab import (
     normalize_strategy,
     spark_version,
 )
+from harness.core.rows import normalize_rows
 from harness.scenario.model import Case
 from harness.scenario.tables import as_hint_list, hint_name
 
@@ -152,25 +152,6 @@ def _compare_plan(expected: dict, joins: list[dict], which: str) -> list[str]:
                 if not _node_matches(want, got):
                     problems.append(f"{which} plan join #{i + 1}: expected {describe_join(want, tables=True)}, observed {describe_join(got, tables=True)}")
     return problems
-
-
-def _normalize_value(value):
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, (int, float, Decimal)):
-        return float(value)
-    if hasattr(value, "isoformat"):
-        return value.isoformat().replace("T", " ")
-    return str(value)
-
-
-def _row_key(row) -> tuple:
-    return tuple((v is None, str(type(v).__name__), v if v is not None else 0) for v in row)
-
-
-def normalize_rows(rows) -> list[list]:
-    normalized = [[_normalize_value(v) for v in row] for row in rows]
-    return sorted(normalized, key=_row_key)
 
 
 def _rows_equal(expected: list, observed: list) -> bool:

@@ -26,6 +26,7 @@ import shutil
 import time
 import uuid
 
+from harness.core.rows import normalize_rows
 from harness.scenario.model import Case
 from harness.spark.query import build_query
 
@@ -184,7 +185,6 @@ def _run_steps(spark, scope, case, query, tables: dict, sources: dict, root, dir
         record = {"added": counts, "micro_batches": len(progress), **_step_progress(progress, observed)}
         sink_rows = spark.table(sink)
         if want_rows:
-            from harness.check.expect import normalize_rows
             now = normalize_rows(sink_rows.collect())
             record["new_rows"] = _new_rows(before, now)
             record["emitted"] = len(now) - len(before)
