@@ -420,9 +420,9 @@ class AgreementItem(ScenarioItem):
     kind = AGREEMENT
 
     def _recall(self, reuse: Reuse):
-        if self.case.scenario.plan_only:  # nothing to compare, nothing to start a session for
-            from harness.check.agreement import plan_only_record
-            record = plan_only_record(self.case, reuse.stand_in())
+        from harness.check.agreement import nothing_to_compare, skipped_record
+        if nothing_to_compare(self.case):  # nothing to compare, nothing to start a session for
+            record = skipped_record(self.case, reuse.stand_in())
             record.run = self.config._harness_stamp.to_json()
             return record
         return super()._recall(reuse)

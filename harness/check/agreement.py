@@ -143,8 +143,19 @@ STEPPED = ("a stream fed step by step emits by its watermarks and drops late row
            "is not its answer (each step's expectations are its check)")
 
 
-def plan_only_record(case: Case, who) -> AgreementRecord:
-    return _agreement_record(case, who, "skipped", f"{PLAN_ONLY}: no results to compare", [], [], 0.0)
+def nothing_to_compare(case: Case) -> str | None:
+    """Why the scenario's cross-strategy check has nothing to compare, decided from the
+    file alone (so a run that finds it needs no Spark session for it), else None."""
+    if case.scenario.plan_only:
+        return f"{PLAN_ONLY}: no results to compare"
+    if (case.scenario.data.get("stream") or {}).get("batches"):
+        return STEPPED
+    return None
+
+
+def skipped_record(case: Case, who) -> AgreementRecord:
+    """The check of a scenario with nothing to compare (`nothing_to_compare`)."""
+    return _agreement_record(case, who, "skipped", nothing_to_compare(case), [], [], 0.0)
 
 
 def run_agreement(case: Case, session: Session) -> AgreementRecord:
@@ -155,10 +166,8 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
     The inputs are built once, under the case's configs, and every strategy runs over
     them in one scope: each forced strategy's configs are set for its run only."""
     started = time.perf_counter()
-    if case.scenario.plan_only:
-        return plan_only_record(case, session)
-    if (case.scenario.data.get("stream") or {}).get("batches"):
-        return _agreement_record(case, session, "skipped", STEPPED, [], [], 0.0)
+    if nothing_to_compare(case):
+        return skipped_record(case, session)
     cannot = session.cannot_run(case)
     if cannot:
         return _agreement_record(case, session, "skipped", cannot, [], [], 0.0)

@@ -103,7 +103,7 @@ class Reuse:
         for cases in scenarios:
             checks = agreement.agreement_representatives(cases) if with_checks else []
             keys = [self.key(c, CASE) for c in cases] + [self.key(c, AGREEMENT) for c in checks
-                                                        if not c.scenario.plan_only]
+                                                        if not agreement.nothing_to_compare(c)]
             if not all(self.sql_checked(s) for s in {id(c.scenario): c.scenario for c in cases}.values()) \
                     or not all(map(self.store.has, keys)):
                 missing += 1

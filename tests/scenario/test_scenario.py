@@ -247,3 +247,11 @@ def test_at_most_100_stream_steps(write_scenario):
     steps = "".join("    - add:\n        views: {rows: []}\n" for _ in range(101))
     text = STEPPED.replace("  batches:\n", "  batches:\n" + steps)
     assert "stream.batches: 102 items; at most 100" in error_of(write_scenario, text)
+
+
+def test_a_stepped_stream_has_nothing_to_compare_so_a_reused_run_needs_no_session(write_scenario):
+    from harness.check import agreement
+    (case,) = expand(load_scenario(write_scenario(STEPPED)))
+    assert agreement.nothing_to_compare(case) == agreement.STEPPED
+    (plain,) = expand(load_scenario(write_scenario(MINIMAL)))
+    assert agreement.nothing_to_compare(plain) is None
