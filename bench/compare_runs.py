@@ -21,11 +21,20 @@ def _normalised(value) -> str:
     return EXPR_ID.sub("#", json.dumps(value, sort_keys=True))
 
 
-def _joins(view: dict | None):
-    return None if view is None else view.get("joins")
+def _joins(view: dict | None, fields: set | None):
+    if view is None or view.get("joins") is None:
+        return None
+    return [{k: v for k, v in node.items() if fields is None or k in fields} for node in view["joins"]]
 
 
-def fingerprint(record: dict) -> dict:
+def _node_fields(record: dict) -> set:
+    observed = record.get("observed") or {}
+    return {key for view in ("initial", "final") for node in (_joins(observed.get(view), None) or []) for key in node}
+
+
+def fingerprint(record: dict, fields: set | None = None) -> dict:
+    """What Spark answered and planned; join nodes on `fields` only (what both runs record:
+    a field a later release added is not a difference)."""
     observed = record.get("observed") or {}
     if record.get("kind") == "agreement":
         runs = [{k: run.get(k) for k in ("forced", "strategy", "build_side", "rows", "checksum")}
@@ -33,7 +42,8 @@ def fingerprint(record: dict) -> dict:
         return {"status": record["status"], "runs": runs, "strategies": observed.get("strategies")}
     error = observed.get("error") or {}
     return {"status": record["status"], "rows": observed.get("rows"), "checksum": observed.get("checksum"),
-            "initial": _normalised(_joins(observed.get("initial"))), "final": _normalised(_joins(observed.get("final"))),
+            "initial": _normalised(_joins(observed.get("initial"), fields)),
+            "final": _normalised(_joins(observed.get("final"), fields)),
             "estimates": _normalised(observed.get("estimates")), "warnings": observed.get("warnings"),
             "error": error.get("class")}
 
@@ -44,7 +54,8 @@ def compare(baseline: Path, new: Path) -> tuple[int, int, list[str]]:
     problems = [f"only in the baseline: {case}" for case in sorted(old.keys() - now.keys())]
     problems += [f"only in the new run: {case}" for case in sorted(now.keys() - old.keys())]
     for case in sorted(old.keys() & now.keys()):
-        before, after = fingerprint(old[case]), fingerprint(now[case])
+        fields = _node_fields(old[case]) & _node_fields(now[case])
+        before, after = fingerprint(old[case], fields), fingerprint(now[case], fields)
         changed = [key for key in before if before[key] != after.get(key)]
         if changed:
             problems.append(f"{case}: " + "; ".join(f"{key} {before[key]!r} → {after.get(key)!r}"[:300]
