@@ -2,7 +2,9 @@
 
 Prints: session start, generated rows/s for a 5-column table with one Faker column,
 plan-only cases per second after warm-up, the median time of a case that executes a
-200k x 2k join with a checksum, and `capture` of 100 queries over 20 catalog tables.
+200k x 2k join with a checksum, the time of a stream-stream join fed in 6 steps (each
+step's rows, watermark and state checked), and `capture` of 100 queries over 20 catalog
+tables.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.check.runner import run_case  # noqa: E402
 from harness.scenario.model import expand, load_scenario  # noqa: E402
-from harness.spark import datagen  # noqa: E402
+from harness.spark import datagen, executions  # noqa: E402
 from harness.spark.query import checksum_frame  # noqa: E402
 from harness.spark.session import get_session  # noqa: E402
 
@@ -105,7 +107,66 @@ def main() -> None:
         durations = [run_case(case, session).timings["total_s"] for case in expand(load_scenario(exec_path))]
         print(f"executed 200k x 2k join cases: median {statistics.median(durations):.2f} s "
               f"(min {min(durations):.2f}, max {max(durations):.2f}, n={len(durations)})")
+        bench_stream_steps(session, Path(tmp) / "steps.yaml")
         bench_capture(session.spark, Path(tmp) / "captured")
+
+
+def six_steps() -> str:
+    """A left outer stream join fed in 6 steps: per step a view and its click an hour
+    after the last, and a view without a click (emitted with NULLs a step later)."""
+    steps = []
+    for i in range(6):
+        hour = f"2024-01-01 {i:02d}"
+        steps.append(f"""\
+    - add:
+        views: {{rows: [[{2 * i}, "{hour}:00:00"], [{2 * i + 1}, "{hour}:01:00"]]}}
+        clicks: {{rows: [[{2 * i}, "{hour}:05:00"]]}}
+      expect: {{new_row_count: {1 if i == 0 else 2}}}
+""")
+    return STEPPED.replace("STEPS\n", "".join(steps))
+
+
+STEPPED = """\
+id: bench_steps
+description: benchmark
+tables:
+  views:
+    rows: 0
+    columns:
+      ad: {sequence: {}}
+      vts: {uniform: {min: "2024-01-01 00:00:00", max: "2024-01-01 06:00:00"}, type: timestamp}
+  clicks:
+    rows: 0
+    columns:
+      cad: {sequence: {}}
+      cts: {uniform: {min: "2024-01-01 00:00:00", max: "2024-01-01 06:00:00"}, type: timestamp}
+stream:
+  watermarks:
+    views: {column: vts, delay: "10 minutes"}
+    clicks: {column: cts, delay: "10 minutes"}
+  batches:
+STEPS
+join:
+  left: views
+  right: clicks
+  condition: "l.ad = r.cad AND r.cts >= l.vts AND r.cts <= l.vts + INTERVAL 10 MINUTES"
+  type: left_outer
+expect:
+  strategy: StreamingSymmetricHashJoin
+"""
+
+
+def bench_stream_steps(session, path: Path, rounds: int = 3) -> None:
+    path.write_text(six_steps())
+    (case,) = expand(load_scenario(path))
+    results = []
+    for _ in range(rounds):
+        executions.forget()  # each round streams again (a worker shares an identical stream's answer)
+        results.append(run_case(case, session))
+    verdicts = {r.status for r in results}
+    durations = [r.timings["total_s"] for r in results]
+    print(f"stream join fed in 6 steps: median {statistics.median(durations):.1f} s per case "
+          f"(min {min(durations):.1f}, max {max(durations):.1f}, n={rounds}; verdicts {', '.join(sorted(verdicts))})")
 
 
 def bench_capture(spark, out: Path, tables: int = 20, queries: int = 100) -> None:

@@ -71,21 +71,34 @@ def test_case_ignoring_cancellation_gets_its_context_stopped(write_scenario, ses
     assert follow_up["status"] == "passed", follow_up["message"]
 
 
-def test_lost_worker_fails_its_case_and_the_suite_completes(pytester):
+def test_a_dead_jvm_and_a_lost_worker_each_fail_their_case_alone(pytester):
+    """One run, one worker: a case whose JVM dies fails alone and the next case gets a new
+    session; a case whose worker process dies fails alone ("worker process lost") and a
+    new worker runs the rest; the reports (merged page included) are written."""
     scenarios = pytester.mkdir("scenarios")
-    (scenarios / "good.yaml").write_text(MINIMAL)
-    (scenarios / "doomed.yaml").write_text(MINIMAL.replace("id: minimal", "id: doomed"))
-    pytester.makeconftest(textwrap.dedent("""
-        import os
+    for name in ("a_first", "b_killer", "c_after", "d_doomed", "e_last"):
+        (scenarios / f"{name}.yaml").write_text(MINIMAL.replace("id: minimal", f"id: {name}"))
+    pytester.makeconftest('''
+        import os, signal, time
+        import harness.check.runner as runner
+        original = runner.observe
+        def observe(session, scope, case, *args, **kwargs):
+            if case.scenario.id == "b_killer":  # the JVM dies in the middle of this case
+                os.kill(session.spark.sparkContext._gateway.proc.pid, signal.SIGKILL)
+                time.sleep(1)
+            return original(session, scope, case, *args, **kwargs)
+        runner.observe = observe
         def pytest_runtest_call(item):
-            if item.name == "doomed":
+            if item.name == "d_doomed":
                 os._exit(3)  # the worker JVM and Python process die mid-case
-    """))
-    result = pytester.runpytest_subprocess("scenarios", "-n", "1", "--report-dir", "out", "-p", "no:cacheprovider")
+    ''')
+    result = pytester.runpytest_subprocess("scenarios", "-n", "1", "--report-dir", "out", "-p", "no:cacheprovider",
+                                           "-k", "not agree", timeout=300)
     outcomes = result.parseoutcomes()
-    assert outcomes.get("passed") == 3 and outcomes.get("failed") == 1, result.stdout.str()
+    assert outcomes.get("passed") == 3 and outcomes.get("failed") == 2, result.stdout.str()
     [results] = (pytester.path / "out").glob("*/results.json")
     by_id = {c["case_id"]: c for c in json.loads(results.read_text())["cases"]}
-    assert by_id["doomed"]["status"] == "error"
-    assert "worker process lost" in by_id["doomed"]["message"]
-    assert by_id["minimal"]["status"] == "passed"
+    assert {case: record["status"] for case, record in by_id.items()} == {
+        "a_first": "passed", "b_killer": "error", "c_after": "passed", "d_doomed": "error", "e_last": "passed"}
+    assert "worker process lost" in by_id["d_doomed"]["message"]
+    assert (pytester.path / "out" / "index.html").exists()

@@ -93,6 +93,25 @@ def test_only_queries_over_the_scenarios_tables(session, write_scenario, sql, co
     assert ("case.yaml:13: join.sql: " in message and re.search(construct, message)) or "unparseable" in message
 
 
+@pytest.mark.parametrize("sql, construct", [
+    ("SELECT reflect('java.lang.System', 'getProperty', 'user.home') AS h FROM joined", "reflection"),
+    ("SELECT * FROM views", "reads 'views', which is not a table of this scenario \\(joined\\)"),
+    ("SET spark.sql.shuffle.partitions=3", "SetCommand"),
+    ("SELECT * FROM joined WHERE ad IN (SELECT java_method('java.lang.System', 'exit', 0))", "reflection"),
+])
+def test_a_streams_then_query_reads_only_the_join(session, write_scenario, sql, construct):
+    from tests.scenario.test_scenario import THEN
+    text = THEN.replace("SELECT count(*) AS n FROM joined GROUP BY window(vts, '1 hour')", sql.replace('"', '\\"'))
+    message = refusal(session, write_scenario, text, sql)
+    assert ("stream.then.sql: " in message and re.search(construct, message)) or "unparseable" in message, message
+
+
+def test_a_streams_then_query_over_the_join_is_accepted(session, write_scenario):
+    from harness.spark.sql_guard import check_scenario
+    from tests.scenario.test_scenario import THEN
+    check_scenario(session.spark, load_scenario(write_scenario(THEN)))
+
+
 def test_execute_immediate_cannot_write_a_directory_or_change_the_session(session, write_scenario, tmp_path):
     victim = tmp_path / "victim"
     victim.mkdir()
@@ -320,31 +339,6 @@ def test_reserved_marker_names_are_not_applied(pytester, session):
     (skip / "s.yaml").write_text(MINIMAL)
     result = pytester.runpytest("scenarios", "--no-report", "-k", "not agree")
     result.assert_outcomes(passed=1)  # a folder named `skip` does not skip its cases
-
-
-def test_a_dead_jvm_is_replaced_and_the_lost_case_recorded(pytester):
-    """A case whose JVM dies fails alone; the next case in the worker gets a new session;
-    the reports (merged page included) are written."""
-    scenarios = pytester.mkdir("scenarios")
-    for name in ("a_first", "b_killer", "c_after"):
-        (scenarios / f"{name}.yaml").write_text(MINIMAL.replace("id: minimal", f"id: {name}"))
-    pytester.makeconftest('''
-        import os, signal, time
-        import harness.check.runner as runner
-        original = runner.observe
-        def observe(session, scope, case, *args, **kwargs):
-            if case.scenario.id == "b_killer":  # the JVM dies in the middle of this case
-                os.kill(session.spark.sparkContext._gateway.proc.pid, signal.SIGKILL)
-                time.sleep(1)
-            return original(session, scope, case, *args, **kwargs)
-        runner.observe = observe
-    ''')
-    result = pytester.runpytest_subprocess("scenarios", "--report-dir", "out", "-k", "not agree", timeout=300)
-    result.assert_outcomes(passed=2, failed=1)
-    results = json.loads(next((pytester.path / "out").glob("*/results.json")).read_text())
-    statuses = {c["case_id"]: c["status"] for c in results["cases"]}
-    assert statuses == {"a_first": "passed", "b_killer": "error", "c_after": "passed"}
-    assert (pytester.path / "out" / "index.html").exists()
 
 
 def test_lost_agreement_record_renders_in_the_merged_page(write_scenario):

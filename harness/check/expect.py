@@ -74,8 +74,12 @@ def resolve(case: Case, version: str, deployment: str = "local") -> dict:
     (`local` or `cluster`)."""
     base_applies = "spark" not in case.expect or _version_in(case.expect["spark"], version)
     expected = {k: case.expect[k] for k in EXPECTATION_KEYS if k in case.expect and base_applies}
+    steps = (case.scenario.data.get("stream") or {}).get("batches") or []
+    step_expects = [dict(step.get("expect") or {}) if base_applies else {} for step in steps]
     for override in case.overrides:
         if when_matches(override["when"], case, version, deployment):
+            for changed in override.get("batches", []):
+                step_expects[changed["batch"] - 1].update({k: v for k, v in changed.items() if k != "batch"})
             if "strategy" in override and "build_side" not in override:
                 expected.pop("build_side", None)  # a build side belongs to the strategy it was written for
             for key in EXPECTATION_KEYS:
@@ -91,9 +95,8 @@ def resolve(case: Case, version: str, deployment: str = "local") -> dict:
         expected["joins"] = [_normalize_node(j) for j in expected["joins"]]
     if isinstance(expected.get("dynamic_pruning"), dict):
         expected["dynamic_pruning"] = [expected["dynamic_pruning"]]
-    steps = (case.scenario.data.get("stream") or {}).get("batches") or []
-    if base_applies and any("expect" in step for step in steps):
-        expected["batches"] = [step.get("expect") or {} for step in steps]
+    if any(step_expects):
+        expected["batches"] = step_expects
     expected.setdefault("plan", "initial")
     return expected
 

@@ -20,6 +20,10 @@ JOIN_TYPES = {
 SQL_JOIN = {"inner": "JOIN", "cross": "CROSS JOIN", "left_outer": "LEFT OUTER JOIN",
             "right_outer": "RIGHT OUTER JOIN", "full_outer": "FULL OUTER JOIN",
             "left_semi": "LEFT SEMI JOIN", "left_anti": "LEFT ANTI JOIN"}
+# `stream.then`: the query after a stream join, kept in the case's join under this key and
+# reading the join's output as this view.
+THEN, THEN_VIEW = "then", "joined"
+
 # Spark's logical JoinType names (as the plan prints them), in words.
 LOGICAL_JOIN_NAMES = {"Inner": "an inner join", "Cross": "a cross join", "LeftOuter": "a left outer join",
                       "RightOuter": "a right outer join", "FullOuter": "a full outer join",

@@ -9,7 +9,7 @@ import difflib
 import re
 from pathlib import Path
 
-from harness.core.vocab import STRATEGY_HINTS
+from harness.core.vocab import STRATEGY_HINTS, THEN_VIEW
 from harness.scenario import confs
 from harness.scenario.errors import (
     ScenarioError,
@@ -67,7 +67,16 @@ def _check_stream(path: Path, data: dict, lines: dict) -> None:
             raise ScenarioError(path, line_for(lines, where + ("column",)), dotted(where + ("column",)),
                                 f"'{mark['column']}' must be a column of '{name}' with type: timestamp")
     at = Where(path, lines)
-    for i, batch in enumerate(data["stream"].get("batches", [])):
+    if "then" in data["stream"] and THEN_VIEW in {name.lower() for name in tables}:
+        raise at.error(("stream", "then", "sql"), f"reads the join as the view '{THEN_VIEW}': rename the table "
+                                                  f"'{THEN_VIEW}'")
+    steps = data["stream"].get("batches", [])
+    for o, override in enumerate((data.get("expect") or {}).get("overrides", [])):
+        for c, changed in enumerate(override.get("batches", [])):
+            if changed["batch"] > len(steps):
+                raise at.error(("expect", "overrides", o, "batches", c, "batch"),
+                               f"batch {changed['batch']}: stream.batches has {len(steps)} step(s)")
+    for i, batch in enumerate(steps):
         for name, added in batch["add"].items():
             where = ("stream", "batches", i, "add", name)
             if name not in (join["left"], join["right"]):
@@ -87,11 +96,20 @@ def _check_batch_row(at: "Where", where: tuple, row: list, table: dict) -> None:
             if isinstance(value, (list, dict)):
                 raise at.error(where, f"{excerpt(value)} is not a value (column '{column}')")
             continue
-        kind = {"int": int, "long": int, "bigint": int, "double": (int, float), "string": str, "boolean": bool,
-                "date": str, "timestamp": str}.get(type_name, (int, float, str, bool))
-        if not isinstance(value, kind) or (isinstance(value, bool) and type_name != "boolean") \
-                or not _literal_fits(value, type_name):
-            raise at.error(where, f"{excerpt(value)} is not a {type_name} (column '{column}')")
+        _check_value(at, where, value, type_name, column)
+
+
+# The YAML value each scenario type name takes (decimals: numbers; other names: any scalar).
+_VALUE_KINDS = {"int": int, "long": int, "bigint": int, "double": (int, float), "string": str, "boolean": bool,
+                "date": str, "timestamp": str}
+
+
+def _check_value(at: "Where", where: tuple, value, type_name: str, column: str) -> None:
+    """A literal value of a column's type, in its range (ISO text for dates and timestamps)."""
+    kind = (int, float) if type_name.startswith("decimal") else _VALUE_KINDS.get(type_name, (int, float, str, bool))
+    if not isinstance(value, kind) or (isinstance(value, bool) and type_name != "boolean") \
+            or not _literal_fits(value, type_name):
+        raise at.error(where, f"{excerpt(value)} is not a {type_name} (column '{column}')")
 
 
 # Faker providers that build large binary/structured payloads rather than a value.
@@ -142,8 +160,6 @@ def _check_uniform(at: Where, where: tuple, column: dict) -> None:
 def _check_literal_rows(at: Where, data: dict) -> None:
     """Each literal row has one value per column, of the column's type; NULL only where
     the schema allows it."""
-    kinds = {"int": int, "long": int, "bigint": int, "double": (int, float), "string": str, "boolean": bool,
-             "date": str, "timestamp": str}
     for tname, table in data["tables"].items():
         if not is_literal(table):
             continue
@@ -158,10 +174,7 @@ def _check_literal_rows(at: Where, data: dict) -> None:
                         raise at.error(where, f"NULL in column '{cname}', which is not nullable "
                                               f"(write \"{type_name}?\" to allow NULL)")
                     continue
-                kind = (int, float) if type_name.startswith("decimal") else kinds[type_name]
-                if not isinstance(value, kind) or (isinstance(value, bool) and type_name != "boolean") \
-                        or not _literal_fits(value, type_name):
-                    raise at.error(where, f"{excerpt(value)} is not a {type_name} (column '{cname}')")
+                _check_value(at, where, value, type_name, cname)
 
 
 _INT_RANGES = {"int": 31, "long": 63, "bigint": 63, "smallint": 15, "short": 15, "tinyint": 7, "byte": 7}
@@ -389,6 +402,11 @@ def _check_version_specifiers(at: Where, data: dict) -> None:
 def _check_stream_shape(at: Where, data: dict) -> None:
     if "stream" in data:
         _check_stream(at.path, data, at.lines)
+        return
+    for o, override in enumerate((data.get("expect") or {}).get("overrides", [])):
+        if "batches" in override:
+            raise at.error(("expect", "overrides", o, "batches"), "only a stream fed step by step (stream.batches) "
+                                                                   "has batches")
 
 
 def _check_confs(at: Where, data: dict) -> None:

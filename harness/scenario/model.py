@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Protocol
 
-from harness.core.vocab import JOIN_TYPES
+from harness.core.vocab import JOIN_TYPES, THEN
 from harness.scenario.errors import ScenarioError, line_for
 from harness.scenario.schema import validate
 from harness.scenario.tables import as_hint_list, hint_name, is_stats_only
@@ -58,6 +58,8 @@ def sql_texts(data: dict):
         for cname, column in table.get("columns", {}).items():
             if "expr" in column:
                 yield ("tables", tname, "columns", cname, "expr"), column["expr"]
+    if "then" in (data.get("stream") or {}):
+        yield ("stream", "then", "sql"), data["stream"]["then"]["sql"]
     for i, batch in enumerate((data.get("stream") or {}).get("batches", [])):
         for tname, added in batch["add"].items():
             if "where" in added:
@@ -207,6 +209,8 @@ def expand(scenario: Scenario) -> list[Case]:
     for combo in combos:
         params: dict = {}
         join = copy.deepcopy(data["join"])
+        if "then" in (data.get("stream") or {}):
+            join[THEN] = data["stream"]["then"]["sql"]  # applied over the join by every run of it
         conf = dict(data.get("spark_conf", {}))
         labels = []
         for (axis, _), value in zip(axes, combo):

@@ -303,7 +303,7 @@ def column_expression(F, seed: int, table: str, name: str, spec: dict, stand_in:
     return col.alias(name)
 
 
-def _sql_literal(value, type_name: str) -> str:
+def sql_literal(value, type_name: str) -> str:
     """One value of a literal table as Spark SQL, built here (never scenario text)."""
     sql_type = spark_type(type_name)
     if value is None:
@@ -326,9 +326,9 @@ def literal_table(spark, spec: dict):
     schema = literal_schema(spec)
     names = ", ".join(f"`{name}`" for name in schema)
     if not spec["values"]:
-        nulls = ", ".join(_sql_literal(None, t) for t, _ in schema.values())
+        nulls = ", ".join(sql_literal(None, t) for t, _ in schema.values())
         return spark.sql(f"SELECT * FROM VALUES ({nulls}) AS t({names}) WHERE false")
-    rows = ", ".join("(" + ", ".join(_sql_literal(v, t) for v, (t, _) in zip(row, schema.values())) + ")"
+    rows = ", ".join("(" + ", ".join(sql_literal(v, t) for v, (t, _) in zip(row, schema.values())) + ")"
                      for row in spec["values"])
     return spark.sql(f"SELECT * FROM VALUES {rows} AS t({names})")
 

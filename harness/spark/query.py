@@ -2,7 +2,7 @@
 over the generated tables, and the frame that counts and checksums its result."""
 from __future__ import annotations
 
-from harness.core.vocab import JOIN_TYPES, SQL_JOIN
+from harness.core.vocab import JOIN_TYPES, SQL_JOIN, THEN, THEN_VIEW
 from harness.scenario.tables import as_hint_list, hint_name
 from harness.spark.session import CaseScope
 
@@ -31,6 +31,15 @@ def sql_text(join: dict) -> str:
 
 
 def build_query(spark, scope: CaseScope, join: dict, tables: dict):
+    joined = _join_query(spark, scope, join, tables)
+    if THEN not in join:
+        return joined
+    # a stream's further stateful operator (`stream.then`), over the join; sql_guard checked it
+    scope.register_view(THEN_VIEW, joined)
+    return spark.sql(join[THEN])
+
+
+def _join_query(spark, scope: CaseScope, join: dict, tables: dict):
     from pyspark.sql import functions as F
 
     if "sql" in join:  # harness.spark.sql_guard checked it before any case of the scenario ran

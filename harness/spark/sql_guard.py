@@ -24,10 +24,12 @@ from __future__ import annotations
 import re
 
 from harness.core.text import one_line
+from harness.core.vocab import THEN_VIEW
 from harness.scenario.errors import ScenarioError, dotted
 from harness.scenario.model import sql_texts
 from harness.scenario.tables import is_derived
 from harness.spark import conf_registry, datagen, derived
+from harness.spark.query import condition_text
 from harness.spark.sql_trees import (
     containers_serialised,
     cte_names,
@@ -219,6 +221,8 @@ def _check_scenario(spark, scenario) -> None:
         try:
             if where == ("join", "sql"):
                 check_query_text(spark, text, tables)
+            elif where == ("stream", "then", "sql"):
+                check_query_text(spark, text, {THEN_VIEW})
             elif where[0] == "tables" and where[2] == "sql":  # a derived table: tables declared above it
                 check_query_text(spark, text, set(declared[:declared.index(where[1])]))
             else:
@@ -236,6 +240,7 @@ def _check_scenario(spark, scenario) -> None:
     _check_condition(data, stand_ins)
     _check_join_sql(spark, data, stand_ins, tables)
     _check_batch_filters(data, stand_ins)
+    _check_then_sql(spark, data, stand_ins)
 
 
 def _check_batch_filters(data: dict, stand_ins: dict) -> None:
@@ -257,6 +262,35 @@ def _check_batch_filters(data: dict, stand_ins: dict) -> None:
                 raise SqlRefused(where, str(exc)) from None
 
 
+def _check_then_sql(spark, data: dict, stand_ins: dict) -> None:
+    """`stream.then` analysed over the stand-ins' join (inner: every column of both sides),
+    read as the view it reads in a case."""
+    then, join = (data.get("stream") or {}).get("then"), data["join"]
+    if then is None or join.get("left") not in stand_ins or join.get("right") not in stand_ins:
+        return
+    from pyspark.sql import functions as F
+    where = ("stream", "then", "sql")
+    try:
+        condition = condition_text(join)
+        joined = stand_ins[join["left"]].alias("l").join(stand_ins[join["right"]].alias("r"),
+                                                          F.expr(condition) if condition else None)
+    except Exception:
+        return  # the condition's own check reports it
+    try:
+        joined.createOrReplaceTempView(THEN_VIEW)
+        try:
+            frame = spark.sql(then["sql"])  # a query: the parse-level check refused anything else
+        except Exception as exc:
+            _refused_by_spark(exc, where)
+            return  # does not analyse: the case reports Spark's error
+        try:
+            check_analysed(frame, {THEN_VIEW})
+        except SqlRefused as exc:
+            raise SqlRefused(where, str(exc)) from None
+    finally:
+        spark.catalog.dropTempView(THEN_VIEW)
+
+
 def _is_parse_error(exc: BaseException) -> bool:
     return "ParseException" in type(exc).__name__ or "ParseException" in str(exc)[:500] \
         or "PARSE_SYNTAX_ERROR" in str(exc)[:500]
@@ -270,7 +304,7 @@ def _expects_an_error(data: dict) -> bool:
 def _has_sql_beyond_text(data: dict) -> bool:
     """Whether any of the scenario's SQL needs an analysed plan to be judged: a join
     condition or query, a derived table, a filter or an `expr` column."""
-    if "condition" in data["join"] or "sql" in data["join"]:
+    if "condition" in data["join"] or "sql" in data["join"] or "then" in (data.get("stream") or {}):
         return True
     if any("where" in added for batch in (data.get("stream") or {}).get("batches", [])
            for added in batch["add"].values()):

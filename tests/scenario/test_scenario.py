@@ -255,3 +255,38 @@ def test_a_stepped_stream_has_nothing_to_compare_so_a_reused_run_needs_no_sessio
     assert agreement.nothing_to_compare(case) == agreement.STEPPED
     (plain,) = expand(load_scenario(write_scenario(MINIMAL)))
     assert agreement.nothing_to_compare(plain) is None
+
+
+THEN = STEPPED.replace("  batches:\n", "  then:\n    sql: \"SELECT count(*) AS n FROM joined GROUP BY window(vts, '1 hour')\"\n"
+                       "  batches:\n")
+BATCH_OVERRIDE = """  overrides:
+    - when: {spark: "<3.5"}
+      batches:
+        - {batch: 1, new_row_count: 2}
+"""
+
+
+@pytest.mark.parametrize("edit, says", [
+    (("views", "joined"), "stream.then.sql: reads the join as the view 'joined': rename the table 'joined'"),
+    (("{batch: 1,", "{batch: 2,"), "expect.overrides[0].batches[0].batch: batch 2: stream.batches has 1 step(s)"),
+    (("{batch: 1, new_row_count: 2}", "{batch: 1}"), "expect.overrides[0].batches[0]: "),
+    (("sql: \"SELECT", "sql: \"\" #"), "stream.then.sql: "),
+])
+def test_then_and_per_version_steps_are_checked_at_collection(write_scenario, edit, says):
+    text = THEN + BATCH_OVERRIDE
+    load_scenario(write_scenario(text))
+    message = error_of(write_scenario, text.replace(*edit))
+    assert says in message and message.count("\n") == 0, message
+
+
+def test_batches_in_an_override_need_a_stepped_stream(write_scenario):
+    text = MINIMAL + BATCH_OVERRIDE
+    assert "expect.overrides[0].batches: only a stream fed step by step" in error_of(write_scenario, text)
+
+
+def test_an_override_replaces_the_fields_it_names_of_that_step_only(write_scenario):
+    from harness.check.expect import resolve
+    (case,) = expand(load_scenario(write_scenario(THEN + BATCH_OVERRIDE)))
+    assert resolve(case, "4.3.0")["batches"] == [{"new_row_count": 0, "watermark": "2023-12-31 23:50:00"}]
+    assert resolve(case, "3.4.4")["batches"] == [{"new_row_count": 2, "watermark": "2023-12-31 23:50:00"}]
+    assert case.join["then"].startswith("SELECT count(*)")
