@@ -1,6 +1,5 @@
 """A case that overruns or kills its worker fails alone; the rest of the run goes on."""
 import json
-import textwrap
 import time
 
 from harness.check.agreement import run_agreement
