@@ -16,7 +16,10 @@ import textwrap
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
 
 from harness.check.runner import run_case  # noqa: E402
 from harness.scenario.model import expand, load_scenario  # noqa: E402
@@ -112,48 +115,18 @@ def main() -> None:
 
 
 def six_steps() -> str:
-    """A left outer stream join fed in 6 steps: per step a view and its click an hour
-    after the last, and a view without a click (emitted with NULLs a step later)."""
+    """The shipped left outer step file fed in 6 steps instead: per step a view and its
+    click an hour after the last, and a view without a click (out with NULLs a step later)."""
+    data = yaml.safe_load((ROOT / "scenarios" / "streaming" / "stream_steps_left_outer.yaml").read_text())
     steps = []
     for i in range(6):
         hour = f"2024-01-01 {i:02d}"
-        steps.append(f"""\
-    - add:
-        views: {{rows: [[{2 * i}, "{hour}:00:00"], [{2 * i + 1}, "{hour}:01:00"]]}}
-        clicks: {{rows: [[{2 * i}, "{hour}:05:00"]]}}
-      expect: {{new_row_count: {1 if i == 0 else 2}}}
-""")
-    return STEPPED.replace("STEPS\n", "".join(steps))
-
-
-STEPPED = """\
-id: bench_steps
-description: benchmark
-tables:
-  views:
-    rows: 0
-    columns:
-      ad: {sequence: {}}
-      vts: {uniform: {min: "2024-01-01 00:00:00", max: "2024-01-01 06:00:00"}, type: timestamp}
-  clicks:
-    rows: 0
-    columns:
-      cad: {sequence: {}}
-      cts: {uniform: {min: "2024-01-01 00:00:00", max: "2024-01-01 06:00:00"}, type: timestamp}
-stream:
-  watermarks:
-    views: {column: vts, delay: "10 minutes"}
-    clicks: {column: cts, delay: "10 minutes"}
-  batches:
-STEPS
-join:
-  left: views
-  right: clicks
-  condition: "l.ad = r.cad AND r.cts >= l.vts AND r.cts <= l.vts + INTERVAL 10 MINUTES"
-  type: left_outer
-expect:
-  strategy: StreamingSymmetricHashJoin
-"""
+        steps.append({"add": {"views": {"rows": [[2 * i, f"{hour}:00:00"], [2 * i + 1, f"{hour}:01:00"]]},
+                              "clicks": {"rows": [[2 * i, f"{hour}:05:00"]]}},
+                      "expect": {"new_row_count": 1 if i == 0 else 2}})
+    data["stream"]["batches"] = steps
+    data["id"], data["expect"] = "bench_steps", {"strategy": "StreamingSymmetricHashJoin"}
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 def bench_stream_steps(session, path: Path, rounds: int = 3) -> None:
