@@ -234,6 +234,16 @@ def test_any_typed_config_the_running_spark_declares_may_be_set(session, write_s
     check_scenario(session.spark, load_scenario(write_scenario(text)))
 
 
+def test_the_stream_correctness_check_and_the_watermark_policy_may_be_set(session, write_scenario):
+    """What a stream chain's verdict depends on: the correctness check (a boolean of the
+    registry) and the multiple-watermark policy (a vetted string)."""
+    from harness.spark.sql_guard import check_scenario
+    from tests.scenario.test_scenario import THEN
+    text = THEN + ("spark_conf:\n  spark.sql.streaming.statefulOperator.checkCorrectness.enabled: false\n"
+                   "  spark.sql.streaming.multipleWatermarkPolicy: max\n")
+    check_scenario(session.spark, load_scenario(write_scenario(text)))
+
+
 def test_a_key_of_another_spark_version_is_not_set_and_is_said_so(session, write_scenario):
     """A key this Spark does not declare but a measured version does: the case runs
     without it, and its record says so; set, it would have done nothing."""
