@@ -276,19 +276,7 @@ def _check_then_sql(spark, data: dict, stand_ins: dict) -> None:
                                                           F.expr(condition) if condition else None)
     except Exception:
         return  # the condition's own check reports it
-    try:
-        joined.createOrReplaceTempView(THEN_VIEW)
-        try:
-            frame = spark.sql(then["sql"])  # a query: the parse-level check refused anything else
-        except Exception as exc:
-            _refused_by_spark(exc, where)
-            return  # does not analyse: the case reports Spark's error
-        try:
-            check_analysed(frame, {THEN_VIEW})
-        except SqlRefused as exc:
-            raise SqlRefused(where, str(exc)) from None
-    finally:
-        spark.catalog.dropTempView(THEN_VIEW)
+    _check_query_over_views(spark, then["sql"], {THEN_VIEW: joined}, where)
 
 
 def _is_parse_error(exc: BaseException) -> bool:
@@ -416,20 +404,26 @@ def _check_join_sql(spark, data: dict, stand_ins: dict, tables: set[str]) -> Non
     text = data["join"].get("sql")
     if text is None or set(stand_ins) != tables:
         return
+    _check_query_over_views(spark, text, stand_ins, ("join", "sql"))
+
+
+def _check_query_over_views(spark, text: str, views: dict, where: tuple) -> None:
+    """A scenario query analysed over stand-ins registered as the views it may read (and
+    only those); the views are dropped whatever happens."""
     names = []
     try:
-        for name, frame in stand_ins.items():
+        for name, frame in views.items():
             frame.createOrReplaceTempView(name)
             names.append(name)
         try:
             frame = spark.sql(text)  # a query: the parse-level check refused anything else
         except Exception as exc:
-            _refused_by_spark(exc, ("join", "sql"))
-            return
+            _refused_by_spark(exc, where)
+            return  # does not analyse: the case reports Spark's error
         try:
-            check_analysed(frame, tables)
+            check_analysed(frame, set(views))
         except SqlRefused as exc:
-            raise SqlRefused(("join", "sql"), str(exc)) from None
+            raise SqlRefused(where, str(exc)) from None
     finally:
         for name in names:
             spark.catalog.dropTempView(name)
