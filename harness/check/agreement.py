@@ -24,7 +24,7 @@ from harness.core.records import AgreementRecord, AgreementRun
 from harness.core.text import one_line
 from harness.core.vocab import NESTED_LOOP_OPERATORS, NO_JOIN, spark_version
 from harness.scenario.model import Case
-from harness.scenario.tables import table_rows
+from harness.scenario.tables import table_rows, uses_iceberg
 from harness.spark.derived import build_inputs, top_tables
 from harness.spark.errors import describe_error
 from harness.spark.session import Session
@@ -97,11 +97,19 @@ def nested_loops_affordable(session: Session, case: Case) -> bool:
     return _real_pairs(session, case) <= NESTED_LOOP_PAIR_BUDGET
 
 
+# The join as written with storage-partitioned joins off (both sides shuffled): what a
+# wrong answer of a storage-partitioned join is caught against.
+SPJ_OFF_LABEL, SPJ_OFF_CONF = "storage-partitioned-join-off", {"spark.sql.sources.v2.bucketing.enabled": False}
+SPJ_SINCE = "3.3"
+
+
 def forced_variants(case: Case, nested_loops: bool = True, hints_off: bool = False,
-                    partitions: int = FORCED_PARTITIONS[0]) -> list[tuple[str, dict, dict]]:
+                    partitions: int = FORCED_PARTITIONS[0], spj_off: bool = False) -> list[tuple[str, dict, dict]]:
     """(label, join spec, extra conf) for each strategy to force on this case's query.
     `hints_off` (Spark 3.1+): a query's own hints are ignored in the configuration-forced
-    runs of SQL text, which a hint would otherwise pin to one strategy."""
+    runs of SQL text, which a hint would otherwise pin to one strategy. `spj_off`: the
+    join as written once more without storage-partitioned joins (Iceberg tables, 3.3+)."""
+    spj = [(SPJ_OFF_LABEL, case.join, SPJ_OFF_CONF)] if spj_off else []
     # AQE off so that each forced strategy is the one that runs (no runtime re-planning).
     no_auto = {"spark.sql.autoBroadcastJoinThreshold": -1, "spark.sql.shuffle.partitions": partitions,
                "spark.sql.adaptive.enabled": False}
@@ -109,14 +117,15 @@ def forced_variants(case: Case, nested_loops: bool = True, hints_off: bool = Fal
         no_hints = {"spark.sql.optimizer.disableHints": True} if hints_off else {}
         return [(AS_WRITTEN, case.join, {}),
                 ("sort-merge-preferred", case.join, {**no_auto, **no_hints, "spark.sql.join.preferSortMergeJoin": True}),
-                ("broadcast-all", case.join, {**no_auto, **no_hints, "spark.sql.autoBroadcastJoinThreshold": 1 << 30})]
+                ("broadcast-all", case.join, {**no_auto, **no_hints, "spark.sql.autoBroadcastJoinThreshold": 1 << 30})] + spj
     hinted = [("BROADCAST@left", {"left": ["BROADCAST"]}),
               ("BROADCAST@right", {"right": ["BROADCAST"]}), ("SHUFFLE_HASH@left", {"left": ["SHUFFLE_HASH"]}),
               ("SHUFFLE_HASH@right", {"right": ["SHUFFLE_HASH"]}), ("MERGE", {"left": ["MERGE"]})]
     if nested_loops:
         hinted.append(("SHUFFLE_REPLICATE_NL", {"left": ["SHUFFLE_REPLICATE_NL"]}))
     as_written = (AS_WRITTEN, case.join, {})
-    return [as_written] + [(label, {**case.join, "hints": hints}, no_auto) for label, hints in hinted]
+    return [as_written] + [(label, {**case.join, "hints": hints}, no_auto) for label, hints in hinted] + \
+        spj
 
 
 @dataclass
@@ -180,8 +189,10 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
     runs, rejected = forced.runs, forced.rejected
     deadline = started + case.scenario.timeout  # one budget for all the forced runs
     hints_off = spark_version(session.versions["spark"]) >= spark_version("3.1")
+    spj_off = uses_iceberg(case.scenario.data) and \
+        spark_version(session.versions["spark"]) >= spark_version(SPJ_SINCE)
     variants = forced_variants(case, nested_loops=forced.nested_loops, hints_off=hints_off,
-                               partitions=forced_partitions(session))
+                               partitions=forced_partitions(session), spj_off=spj_off)
     if "stream" in case.scenario.data:
         # The stream-stream join as written against every batch strategy over the same tables.
         variants = [v for v in variants if v[0] != AS_WRITTEN]

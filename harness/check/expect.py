@@ -26,7 +26,7 @@ from harness.scenario.tables import as_hint_list, hint_name
 
 EXPECTATION_KEYS = ("strategy", "build_side", "joins", "plan", "rows", "checksum", "result_rows",
                     "error", "warnings", "estimates", "operators", "shuffles", "bucketed_scan",
-                    "dynamic_pruning")
+                    "key_grouped", "dynamic_pruning")
 # Keys that can only be checked by running the query.
 EXECUTION_KEYS = ("rows", "checksum", "result_rows")
 
@@ -281,25 +281,46 @@ def _top_scans(joins: list[dict]) -> dict | None:
     return (joins[0].get("scans") if joins else None) or None
 
 
-def _compare_bucketed_scan(expected: dict, joins: list[dict], which: str) -> list[str]:
+def _compare_side_scans(expected: dict, joins: list[dict], which: str, read_as: str) -> list[str]:
+    """Whether every scan below each named side of the top join reads its table's layout:
+    `bucketed` (a bucketed file table read as its buckets) or `key_grouped` (a V2 table
+    reporting its partitioning: a storage-partitioned join)."""
+    words = LAYOUT_READS[read_as]
     top = joins[0] if joins else None
     if top is None:
         return [f"{which} plan: no join whose sides' scans to check"]
     problems = []
     for side, want in expected.items():
-        scans = (top.get("scans") or {}).get(side) or []
+        scans = [scan for scan in (top.get("scans") or {}).get(side) or [] if read_as in scan]
         if not scans:
-            problems.append(f"{which} plan: no file scan below the {side} side of {describe_join(top)} "
-                            f"to read buckets (expected {'a bucketed' if want else 'a plain'} scan)")
+            problems.append(f"{which} plan: no {words['scan']} below the {side} side of {describe_join(top)} "
+                            f"to {words['read']} (expected {words['a'] if want else words['a_not']} scan)")
             continue
-        got = all(scan["bucketed"] for scan in scans)
+        got = all(scan[read_as] for scan in scans)
         if got != want:
             notes = "; ".join(sorted({f"{scan['table']}: Bucketed: {scan['bucket_note']}" for scan in scans
                                       if scan.get("bucket_note")}))
-            problems.append(f"{which} plan: expected the {side} side of {describe_join(top)} to read "
-                            f"{'buckets' if want else 'plain files'}, observed "
-                            f"{'bucketed' if got else 'not bucketed'} scan(s)" + (f" ({notes})" if notes else ""))
+            problems.append(f"{which} plan: expected the {side} side of {describe_join(top)} to "
+                            f"{words['read'] if want else words['read_not']}, observed "
+                            f"{words['got'] if got else words['got_not']} scan(s)" + (f" ({notes})" if notes else ""))
     return problems
+
+
+LAYOUT_READS = {
+    "bucketed": {"scan": "file scan", "read": "read buckets", "read_not": "read plain files", "a": "a bucketed",
+                 "a_not": "a plain", "got": "bucketed", "got_not": "not bucketed"},
+    "key_grouped": {"scan": "V2 (Iceberg) scan", "read": "read its partitions as groups",
+                    "read_not": "read ungrouped", "a": "a key-grouped", "a_not": "an ungrouped",
+                    "got": "key-grouped", "got_not": "not key-grouped"},
+}
+
+
+def _compare_bucketed_scan(expected: dict, joins: list[dict], which: str) -> list[str]:
+    return _compare_side_scans(expected, joins, which, "bucketed")
+
+
+def _compare_key_grouped(expected: dict, joins: list[dict], which: str) -> list[str]:
+    return _compare_side_scans(expected, joins, which, "key_grouped")
 
 
 STEP_FIELDS = ("new_rows", "new_row_count", "watermark", "state_rows", "late_rows_dropped")
@@ -382,7 +403,7 @@ def not_checkable(expected: dict, observed: Observation) -> list[str]:
     if "shuffles" in expected and not all((view.joins[0].get("shuffles") if view.joins else {}) is not None
                                           for view in _checked_views(expected, observed)):
         out.append("shuffles")
-    for key in ("bucketed_scan", "dynamic_pruning"):
+    for key in ("bucketed_scan", "key_grouped", "dynamic_pruning"):
         if key in expected and any(view.joins and view.joins[0].get("scans") is None
                                    for view in _checked_views(expected, observed)):
             out.append(key)
@@ -451,7 +472,8 @@ def _compare(expected: dict, observed: Observation, unchecked: set = frozenset()
     if "shuffles" in expected and "shuffles" not in unchecked:
         for which, view in zip(_plan_names(plan_mode), _checked_views(expected, observed)):
             problems += _compare_shuffles(expected["shuffles"], view.joins, which)
-    for key, check in (("bucketed_scan", _compare_bucketed_scan), ("dynamic_pruning", _compare_pruning)):
+    for key, check in (("bucketed_scan", _compare_bucketed_scan), ("key_grouped", _compare_key_grouped),
+                       ("dynamic_pruning", _compare_pruning)):
         if key in expected and key not in unchecked:
             for which, view in zip(_plan_names(plan_mode), _checked_views(expected, observed)):
                 problems += check(expected[key], view.joins, which)

@@ -21,11 +21,12 @@ from harness.core.records import (
     SparkError,
 )
 from harness.core.text import display_path, one_line, printable
+from harness.core.vocab import SPJ_CONFS
 from harness.observe import jvm_plans, model, printed_plans
 from harness.scenario import confs
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import Case
-from harness.scenario.tables import is_stats_only
+from harness.scenario.tables import is_stats_only, uses_iceberg
 from harness.spark import datagen, derived, executions, sql_guard, streaming
 from harness.spark.errors import describe_error
 from harness.spark.query import build_query, checksum_frame, checksum_text
@@ -177,7 +178,7 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
     table_names = _catalog_names(case, absolute)
     observed = Observation(adaptive=plans.is_adaptive(plan), initial=_plan_view(plans, plan, case, table_names),
                            estimates=plans.join_estimates(frame), conf={k: session.conf_value(k) for k in conf},
-                           join_conf=_join_conf(session, conf), timings=timings,
+                           join_conf=_join_conf(session, case, conf), timings=timings,
                            unavailable=list(session.unavailable) or None)
     if observed.unavailable and observed.initial.joins and not observed.estimates:
         observed.unavailable.append("estimates")  # the printed plan was cut before its joins
@@ -249,11 +250,13 @@ def _execute(session: Session, frame, plan, shareable: bool) -> tuple[executions
     return ran, False
 
 
-def _join_conf(session: Session, case_conf: dict) -> dict:
-    """The values of every config the join-selection model reads, as Spark reports them:
-    the case's own from Spark, the rest are the session's defaults (read once)."""
-    return {key: session.conf_value(key) if key in case_conf else session.default_conf_value(key)
-            for key in model.CONF_KEYS}
+def _join_conf(session: Session, case: Case, case_conf: dict) -> dict:
+    """The values of every config the join-selection model reads (and, over Iceberg
+    tables, those a storage-partitioned join depends on), as Spark reports them: the
+    case's own from Spark, the rest are the session's defaults (read once). None: the
+    version does not declare it (or, for Iceberg's own, it is unset)."""
+    keys = model.CONF_KEYS + (SPJ_CONFS if uses_iceberg(case.scenario.data) else ())
+    return {key: session.conf_value(key) if key in case_conf else session.default_conf_value(key) for key in keys}
 
 
 def _observe_stream(session, scope, case, tables, collect_rows, timings, start) -> Observation:
@@ -277,7 +280,7 @@ def _observe_stream(session, scope, case, tables, collect_rows, timings, start) 
         initial=PlanView(joins=[{**j.to_dict(), "scans": None} for j in plans_of(session).join_nodes(streamed.plan)],
                          text=plans_of(session).plan_text(streamed.plan)),
         executed=True, rows=streamed.rows, checksum=streamed.checksum,
-        conf={k: session.conf_value(k) for k in case.spark_conf}, join_conf=_join_conf(session, case.spark_conf),
+        conf={k: session.conf_value(k) for k in case.spark_conf}, join_conf=_join_conf(session, case, case.spark_conf),
         stream_batches=streamed.batches, stream_steps=streamed.steps, result_rows=result_rows, timings=timings)
     timings["execute_s"] = time.perf_counter() - start
     return observed

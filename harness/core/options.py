@@ -27,6 +27,10 @@ class RunOptions:
     # quick JIT (5M generated rows: 2.2 M rows/s instead of 3.4): HARNESS_DRIVER_JVM_FLAGS=""
     # gives the JVM's defaults back for scenarios of many millions of rows.
     driver_jvm_flags: str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    # JVM packages: the Iceberg runtime is loaded only by runs with Iceberg scenarios.
+    iceberg: bool = False
+    jar_cache: str | None = None                       # where fetched jars are kept (default ~/.cache/spark-join-harness/jars)
+    maven_repository: str = "https://repo1.maven.org/maven2"
 
     @property
     def deployment(self) -> str:
@@ -39,7 +43,10 @@ class RunOptions:
                 "driver_memory": os.environ.get("HARNESS_DRIVER_MEMORY", "3g"),
                 "driver_jvm_flags": os.environ.get("HARNESS_DRIVER_JVM_FLAGS", cls.driver_jvm_flags),
                 "master": os.environ.get("HARNESS_SPARK_MASTER") or DEFAULT_MASTER,
-                "remote": os.environ.get("HARNESS_SPARK_REMOTE") or None}
+                "remote": os.environ.get("HARNESS_SPARK_REMOTE") or None,
+                "jar_cache": os.environ.get("HARNESS_JAR_CACHE") or None}
+        if os.environ.get("HARNESS_MAVEN_REPOSITORY"):  # a mirror of Maven Central
+            base["maven_repository"] = os.environ["HARNESS_MAVEN_REPOSITORY"]
         base.update({k: v for k, v in given.items() if v is not None})
         return cls(**base)
 

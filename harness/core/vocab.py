@@ -103,3 +103,14 @@ def version_sort_key(text: str):
 # The longest plan text kept (the session tells Spark the same, so it never builds longer
 # strings; both plan readers cut at it).
 PLAN_TEXT_LIMIT = 20_000
+
+
+# The configs a storage-partitioned join of V2 (Iceberg) tables depends on, in the order
+# Spark and Iceberg added them; recorded with the join's other configs for Iceberg cases.
+V2_BUCKETING = "spark.sql.sources.v2.bucketing.enabled"
+PRESERVE_GROUPING = "spark.sql.iceberg.planning.preserve-data-grouping"
+SPJ_CONFS = (V2_BUCKETING, PRESERVE_GROUPING, "spark.sql.sources.v2.bucketing.pushPartValues.enabled",
+             "spark.sql.requireAllClusterKeysForCoPartition",
+             "spark.sql.sources.v2.bucketing.partiallyClusteredDistribution.enabled",
+             "spark.sql.sources.v2.bucketing.allowJoinKeysSubsetOfPartitionKeys.enabled",
+             "spark.sql.sources.v2.bucketing.shuffle.enabled")

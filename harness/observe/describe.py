@@ -4,7 +4,7 @@ and why Spark did what it did (the model's rule chain, the estimates against the
 broadcast threshold, the case's configs, Spark's warnings)."""
 from __future__ import annotations
 
-from harness.core.vocab import describe_join
+from harness.core.vocab import SPJ_CONFS, describe_join
 
 THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
 PLAN_WORDS = {"initial": "", "final": "final plan", "both": "initial and final plan"}
@@ -43,6 +43,9 @@ def expectation_words(expected: dict | None) -> str:
     if "bucketed_scan" in expected:
         parts.append("bucketed scan " + ", ".join(f"{side} {'yes' if on else 'no'}"
                                                   for side, on in expected["bucketed_scan"].items()))
+    if "key_grouped" in expected:
+        parts.append("key-grouped scan " + ", ".join(f"{side} {'yes' if on else 'no'}"
+                                                     for side, on in expected["key_grouped"].items()))
     for want in expected.get("dynamic_pruning") or []:
         parts.append(f"{want['table']} {'' if want['pruned'] else 'not '}dynamically pruned" +
                      {True: " on the join's broadcast", False: " by a subquery of its own"}.get(want.get("reuses_broadcast"), ""))
@@ -164,13 +167,15 @@ def shuffle_words(observed: dict) -> str:
     top = (view.get("joins") or [None])[0]
     if not top or top.get("shuffles") is None or top["strategy"] not in BROADCASTS + SHUFFLED:
         return ""
-    sides = [f"{side} {_side_words(top, side)}" for side in ("left", "right")]
+    sides = [f"{side} {_side_words(top, side, observed.get('join_conf') or {})}" for side in ("left", "right")]
     return "shuffles: " + "; ".join(sides)
 
 
-def _side_words(top: dict, side: str) -> str:
+def _side_words(top: dict, side: str, join_conf: dict) -> str:
     count = top["shuffles"][side]
     scans = (top.get("scans") or {}).get(side) or []
+    if top["strategy"] in SHUFFLED and scans and all("key_grouped" in scan for scan in scans):
+        return _v2_side_words(count, scans, join_conf)
     tables = ", ".join(sorted({scan["table"] or "a file table" for scan in scans}))
     exchanges = f"{count} exchange{'s' if count != 1 else ''} below"
     if top["strategy"] in BROADCASTS:
@@ -189,6 +194,39 @@ def _side_words(top: dict, side: str) -> str:
     if notes:
         return f"{exchanges}: bucketed but not read as buckets ({'; '.join(notes)})"
     return f"{exchanges}: {tables} not read as buckets" if scans else exchanges
+
+
+def _v2_side_words(count: int, scans: list, join_conf: dict) -> str:
+    """A side read from V2 (Iceberg) tables: whether its scans report their partitioning
+    and, where the side is still shuffled, which of the configs a storage-partitioned join
+    needs are off or absent on this version."""
+    tables = ", ".join(sorted({scan["table"] or "a V2 table" for scan in scans}))
+    exchanges = f"{count} exchange{'s' if count != 1 else ''} below"
+    grouped = all(scan["key_grouped"] for scan in scans)
+    if count == 0 and grouped:
+        values = {scan["partition_values"] for scan in scans if scan.get("partition_values") is not None}
+        extra = [f"{max(values)} partition values pushed"] if values else []
+        extra += ["partially clustered"] if any(scan.get("partially_clustered") for scan in scans) else []
+        return f"none: {tables} grouped by its partitions (storage-partitioned join" + \
+            "".join(f"; {e}" for e in extra) + ")"
+    if count == 0:
+        return "none: its input is already partitioned as the join needs"
+    if grouped:
+        settings = _spj_settings(join_conf, SPJ_CONFS[2:])
+        return (f"{exchanges} although {tables} is grouped by its partitions: the two sides' partitionings are "
+                "not compatible (different transforms or bucket counts, partition values on one side only, or "
+                "join keys that do not cover the partition keys)" + (f"; {settings}" if settings else ""))
+    settings = _spj_settings(join_conf, SPJ_CONFS[:2])
+    return f"{exchanges}: {tables} not grouped by its partitions" + (f" ({settings})" if settings else "")
+
+
+def _spj_settings(join_conf: dict, keys: tuple) -> str:
+    """The storage-partitioned join configs among `keys` that are off or absent here."""
+    off = [key for key in keys if str(join_conf.get(key)).lower() == "false"]
+    absent = [key for key in keys if key in join_conf and join_conf[key] is None]
+    words = ([f"off: {', '.join(off)}"] if off else []) + \
+        ([f"unset or not on this version: {', '.join(absent)}"] if absent else [])
+    return "; ".join(words)
 
 
 def undefined_conf_words(keys: list, spark: str) -> str:

@@ -98,6 +98,9 @@ def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]
         if kind.startswith("Scan ") and _safe_str(lambda: node.getClass().getSimpleName()) == "FileSourceScanExec":
             scan = file_scan(node, table_names)
             return ({scan["table"]} if table_names is not None and scan["table"] else set()), 0, [scan]
+        if kind.startswith("BatchScan"):
+            scan = batch_scan(node, table_names)
+            return ({scan["table"]} if table_names is not None and scan["table"] else set()), 0, [scan]
         join = None
         if kind in JOIN_OPERATORS:
             join = _join_node(node, kind)
@@ -128,6 +131,26 @@ def file_scan(node, table_names: dict | None) -> dict:
             "bucketed": _safe_str(lambda: node.bucketedScan()).lower() == "true",
             "bucket_note": str(note.get()) if note is not None and note.isDefined() else None,
             "pruning": pruning_of(node)}
+
+
+def batch_scan(node, table_names: dict | None) -> dict:
+    """A BatchScanExec (a V2 table: Iceberg's): its table, and its storage-partitioned join
+    decision: `key_grouped` (it reports the table's partitioning, so a join may skip the
+    shuffle), `partially_clustered` (the bigger side's partitions split and the other
+    side's replicated; 3.4+), `partition_values` (how many partition values the join
+    pushed to it; None where none were). The fields moved into `spjParams` in 3.5."""
+    name = _safe_str(lambda: node.table().name()) or _safe_str(lambda: node.scan().table().name())
+    table = name.rsplit(".", 1)[-1] if name else ""
+    params = _safe_call(node.spjParams)
+    source = params if params is not None else node
+    partially = _safe_str(lambda: source.applyPartialClustering()).lower()
+    values = _safe_call(lambda: source.commonPartitionValues())
+    pushed = values.get().size() if values is not None and values.isDefined() else None
+    grouped = _safe_str(lambda: node.outputPartitioning().getClass().getSimpleName()) == "KeyGroupedPartitioning"
+    return {"table": (table_names or {}).get(table, table) or None, "bucketed": False, "bucket_note": None,
+            "pruning": "none", "key_grouped": grouped,
+            "partially_clustered": partially == "true" if partially in ("true", "false") else None,
+            "partition_values": pushed}
 
 
 def pruning_of(scan) -> str:

@@ -21,15 +21,20 @@ from harness.scenario.errors import (
 )
 from harness.scenario.tables import (
     DERIVED_SOURCES,
+    ICEBERG_PROPERTIES,
     as_hint_list,
     column_type,
     hint_name,
     is_derived,
+    is_iceberg,
     is_literal,
     is_stats_only,
     literal_schema,
+    parse_transform,
+    sort_order,
     stats_bound_kind,
     table_columns,
+    transform_fits,
 )
 
 
@@ -448,6 +453,9 @@ def _check_patterns(at: Where, data: dict) -> None:
 def _check_layouts(at: Where, data: dict) -> None:
     """`bucket_by` and `partition_by` name columns of their table, on a catalog table."""
     for name, table in data["tables"].items():
+        if is_iceberg(table) or any(key in table for key in ICEBERG_ONLY):
+            _check_iceberg_layout(at, ("tables", name), name, table)
+            continue
         layout = {key: table[key] for key in ("bucket_by", "partition_by") if key in table}
         if not layout:
             continue
@@ -475,6 +483,51 @@ def _check_layouts(at: Where, data: dict) -> None:
             raise at.error(where + ("partition_by",), "a table cannot be partitioned by all of its columns")
         if partition & set(layout.get("bucket_by", {}).get("columns", [])):
             raise at.error(where + ("bucket_by", "columns"), "a bucket column cannot also be a partition column")
+
+
+ICEBERG_ONLY = ("sort_by", "files_per_partition", "properties")
+
+
+def _check_iceberg_layout(at: Where, where: tuple, name: str, table: dict) -> None:
+    """An Iceberg table: a catalog table of generated or literal rows, its partition spec
+    made of Iceberg's transforms over its own columns, its sort order over its columns,
+    and only vetted table properties."""
+    if not is_iceberg(table):
+        key = next(key for key in ICEBERG_ONLY if key in table)
+        raise at.error(where + (key,), f"`{key}` is an Iceberg table's: add `format: iceberg`")
+    if is_derived(table) or is_stats_only(table) or table.get("materialize") != "catalog":
+        what = "a derived table" if is_derived(table) else "a statistics-only table" if is_stats_only(table) else None
+        raise at.error(where + ("format",), f"`format: iceberg` is for a catalog table of generated or literal rows"
+                       + (f", not {what}" if what else ": add `materialize: catalog`"))
+    if "analyze" in table:
+        raise at.error(where + ("analyze",), "an Iceberg table keeps its own statistics (ANALYZE TABLE is "
+                       "Spark's session catalog's)")
+    if "bucket_by" in table:
+        raise at.error(where + ("bucket_by",), "an Iceberg table is bucketed by its partition spec: write "
+                       "`partition_by: [\"bucket(N, column)\"]`")
+    columns = list(table.get("columns") or table.get("schema") or {})
+    for i, text in enumerate(table.get("partition_by") or []):
+        try:
+            transform = parse_transform(text)
+        except ValueError as exc:
+            raise at.error(where + ("partition_by", i), str(exc)) from None
+        if transform.column not in columns:
+            raise at.error(where + ("partition_by", i), f"'{transform.column}' is not a column of table "
+                           f"'{name}'{did_you_mean(transform.column, columns)}")
+        type_name = column_type(table, transform.column)
+        if not transform_fits(transform, type_name):
+            raise at.error(where + ("partition_by", i), f"Iceberg's {transform.name} transform does not apply to "
+                           f"column '{transform.column}' of type {type_name}")
+    for i, (column, _) in enumerate(sort_order(table)):
+        if column not in columns:
+            raise at.error(where + ("sort_by", i), f"'{column}' is not a column of table '{name}'"
+                           f"{did_you_mean(column, columns)}")
+    for key, value in (table.get("properties") or {}).items():
+        if key not in ICEBERG_PROPERTIES:
+            raise at.error(where + ("properties", key), f"table property '{key}' may not be set from a scenario "
+                           f"(allowed: {', '.join(sorted(ICEBERG_PROPERTIES))})")
+        if not ICEBERG_PROPERTIES[key](value):
+            raise at.error(where + ("properties", key), f"{value!r} is not a value this harness sets for '{key}'")
 
 
 def _check_pruned_tables(at: Where, data: dict) -> None:

@@ -50,6 +50,16 @@ REFUSED = re.compile(r"^spark\.sql\.(?:catalog\b|catalogImplementation|extension
                      r"[\w.]*(?:class|classes|path|dir|directory|location)$)", re.IGNORECASE)
 
 
+# Iceberg's own session configs (read by the Iceberg runtime, declared in no Spark
+# registry): the ones a scenario may set, each a boolean.
+ICEBERG_CONFS = ("spark.sql.iceberg.planning.preserve-data-grouping", "spark.sql.iceberg.vectorization.enabled",
+                 "spark.sql.iceberg.aggregate-push-down.enabled")
+
+
+def is_iceberg_conf(key: str) -> bool:
+    return key.startswith("spark.sql.iceberg.")
+
+
 class ConfError(ValueError):
     """A config a scenario may not set, or a value it cannot have (one line)."""
 
@@ -60,6 +70,12 @@ def check(key: str, value) -> None:
     if REFUSED.match(key):
         raise ConfError(f"'{key}' is not a config a scenario may set (it names classes, catalogs, files or "
                         "listeners, or opens file access); see README 'Security model'")
+    if is_iceberg_conf(key):
+        if key not in ICEBERG_CONFS:
+            raise ConfError(f"'{key}' is not one of Iceberg's configs a scenario may set ({', '.join(ICEBERG_CONFS)})")
+        if not isinstance(value, bool):
+            raise ConfError(f"'{key}' takes true or false, not {value!r}")
+        return
     if isinstance(value, dict):  # {estimate_of: side, times, plus}: a size in bytes (the schema checks its shape)
         if key in VETTED_STRINGS:
             raise ConfError(f"'{key}' takes a {_describe(VETTED_STRINGS[key])}; only sizes in bytes may be "

@@ -2,6 +2,9 @@
 statistics-only), its columns and types as the file declares them, and hints as written."""
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 DERIVED_SOURCES = ("from", "sql", "join")
 
 
@@ -91,3 +94,124 @@ def stats_bound_kind(type_name: str):
         return (int, float)
     return _STAT_KINDS.get(type_name)
 
+
+
+# ---------------------------------------------------------------- Iceberg layouts
+
+ICEBERG = "iceberg"
+# Iceberg's partition transforms: the name, whether it takes a width, and the column types
+# it applies to (None: any column Iceberg can bucket).
+_TIME = ("date", "timestamp")
+TRANSFORMS = {"identity": (False, None), "bucket": (True, None), "truncate": (True, ("int", "long", "bigint", "string")),
+              "years": (False, _TIME), "months": (False, _TIME), "days": (False, _TIME), "hours": (False, ("timestamp",))}
+UNBUCKETABLE = ("double", "float", "boolean")
+MAX_WIDTH = 100_000
+_TRANSFORM = re.compile(r"^(?P<fn>[A-Za-z_][A-Za-z0-9_]*)\((?P<args>[^()]*)\)$")
+_COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Transform:
+    """One field of an Iceberg partition spec."""
+    name: str
+    column: str
+    width: int | None = None
+
+    def sql(self) -> str:
+        if self.name == "identity":
+            return f"`{self.column}`"
+        inner = f"{self.width}, `{self.column}`" if self.width is not None else f"`{self.column}`"
+        return f"{self.name}({inner})"
+
+
+def parse_transform(text: str) -> Transform:
+    """`col`, `bucket(8, col)`, `days(ts)` ... as a Transform; ValueError saying what is wrong."""
+    text = text.strip()
+    if _COLUMN.match(text):
+        return Transform("identity", text)
+    found = _TRANSFORM.match(text)
+    if not found:
+        raise ValueError(f"'{text}' is not a column or a transform like bucket(8, col)")
+    name, args = found.group("fn").lower(), [a.strip() for a in found.group("args").split(",")]
+    if name not in TRANSFORMS or name == "identity":
+        known = ", ".join(["a column", "bucket(N, col)", "truncate(W, col)", "years(col)", "months(col)",
+                           "days(col)", "hours(col)"])
+        raise ValueError(f"unknown transform '{name}' (Iceberg's: {known})")
+    takes_width = TRANSFORMS[name][0]
+    if len(args) != (2 if takes_width else 1) or not _COLUMN.match(args[-1]):
+        shape = f"{name}(N, column)" if takes_width else f"{name}(column)"
+        raise ValueError(f"'{text}': write it as {shape}")
+    if not takes_width:
+        return Transform(name, args[0])
+    if not re.fullmatch(r"-?[0-9]{1,9}", args[0]):
+        raise ValueError(f"'{text}': the {'bucket count' if name == 'bucket' else 'width'} must be a whole number")
+    width = int(args[0])
+    if not 1 <= width <= MAX_WIDTH:
+        raise ValueError(f"'{text}': the {'bucket count' if name == 'bucket' else 'width'} must be 1 – {MAX_WIDTH:,}")
+    return Transform(name, args[1], width)
+
+
+def transform_fits(transform: Transform, type_name: str | None) -> bool:
+    """Whether Iceberg applies the transform to a column of that type (unknown: yes)."""
+    if type_name is None:
+        return True
+    allowed = TRANSFORMS[transform.name][1]
+    if transform.name == "bucket":
+        return type_name not in UNBUCKETABLE
+    if transform.name == "truncate" and type_name.startswith("decimal"):
+        return True
+    return allowed is None or type_name in allowed
+
+
+def is_iceberg(table: dict) -> bool:
+    return table.get("format") == ICEBERG
+
+
+def uses_iceberg(data: dict) -> bool:
+    """The scenario reads an Iceberg table (its cases need the Iceberg runtime)."""
+    return any(is_iceberg(spec) for spec in (data.get("tables") or {}).values())
+
+
+def partition_spec(table: dict) -> list[Transform]:
+    return [parse_transform(text) for text in table.get("partition_by") or []]
+
+
+def sort_order(table: dict) -> list[tuple[str, bool]]:
+    """(column, ascending) of an Iceberg table's sort order."""
+    out = []
+    for text in table.get("sort_by") or []:
+        column, _, direction = text.partition(" ")
+        out.append((column, direction != "desc"))
+    return out
+
+
+# Table properties a scenario may set: how data is laid out and split, nothing that names
+# a location, a catalog, an IO or a class. Each with the values it accepts.
+ICEBERG_PROPERTIES = {
+    "format-version": lambda v: str(v) in ("1", "2"),
+    "read.split.target-size": lambda v: str(v).isdigit() and 1024 <= int(v) <= 2**40,
+    "read.split.open-file-cost": lambda v: str(v).isdigit() and int(v) <= 2**40,
+    "read.split.planning-lookback": lambda v: str(v).isdigit() and 1 <= int(v) <= 1000,
+    "write.target-file-size-bytes": lambda v: str(v).isdigit() and 1024 <= int(v) <= 2**40,
+    "write.parquet.compression-codec": lambda v: str(v) in ("zstd", "snappy", "gzip", "uncompressed"),
+    "write.distribution-mode": lambda v: str(v) in ("none", "hash", "range"),
+}
+
+
+_DECLARES_ICEBERG = re.compile(rb"format\s*:\s*[\"']?iceberg", re.IGNORECASE)
+
+
+def declares_iceberg(paths) -> bool:
+    """Whether any scenario file under `paths` (files or folders) may declare an Iceberg
+    table: read before the session starts, which loads the runtime only for such a run.
+    A mention that is no declaration costs only the runtime's start."""
+    from pathlib import Path
+    for path in map(Path, paths):
+        files = [path] if path.is_file() else [*path.rglob("*.yaml"), *path.rglob("*.yml")] if path.is_dir() else []
+        for file in files:
+            try:
+                if _DECLARES_ICEBERG.search(file.read_bytes()):
+                    return True
+            except OSError:
+                continue
+    return False

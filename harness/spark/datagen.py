@@ -23,7 +23,8 @@ from pathlib import Path
 from harness.core.files import atomic_write_text
 from harness.scenario.checks import HEAVY_PROVIDERS
 from harness.scenario.model import stable_seed
-from harness.scenario.tables import is_literal, is_stats_only, literal_schema
+from harness.scenario.tables import is_iceberg, is_literal, is_stats_only, literal_schema
+from harness.spark import iceberg
 from harness.spark.stats_only import empty_frame, spark_type, stats_only_table, with_layout
 
 TWO_53 = 9007199254740992
@@ -396,6 +397,34 @@ def _catalog_table(spark, table: str, df, analyze: str | None, spec: dict | None
     return spark.table(table)
 
 
+def _iceberg_table(spark, table: str, df, spec: dict):
+    if not _conf(spark, f"spark.sql.catalog.{iceberg.CATALOG}"):
+        raise DataGenError(iceberg.problem or "this worker's session started without the Iceberg runtime (no "
+                           "file of the run was seen to declare `format: iceberg` when it started)")
+    if not _iceberg_exists(spark, table):
+        try:
+            iceberg.write_table(spark, table, df, spec)
+        except Exception:
+            if not _iceberg_exists(spark, table):  # not another worker's table of the same rows
+                raise
+    return spark.table(table)
+
+
+def _iceberg_exists(spark, table: str) -> bool:
+    try:  # Catalog.tableExists takes multi-part names only from Spark 3.4
+        spark.table(table)
+        return True
+    except Exception:
+        return False
+
+
+def _conf(spark, key: str) -> str | None:
+    try:
+        return spark.conf.get(key, None)
+    except Exception:
+        return None
+
+
 def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, data_conf: dict | None = None):
     from pyspark.sql import functions as F
 
@@ -426,6 +455,8 @@ def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, 
             df.write.mode("overwrite").parquet(str(staging))
             os.replace(staging, target)
         df = spark.read.parquet(str(target))
+    elif mode == "catalog" and is_iceberg(spec):
+        df = _iceberg_table(spark, iceberg.table_name(catalog_table_name(seed, name, spec, data_conf)), df, spec)
     elif mode == "catalog":
         df = _catalog_table(spark, catalog_table_name(seed, name, spec, data_conf), df, spec.get("analyze"), spec)
     elif mode == "local":

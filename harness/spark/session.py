@@ -24,7 +24,8 @@ from harness.core.options import RunOptions
 from harness.core.text import printable
 from harness.core.vocab import PLAN_TEXT_LIMIT
 from harness.scenario.confs import conf_text
-from harness.spark import conf_registry
+from harness.scenario.tables import uses_iceberg
+from harness.spark import conf_registry, iceberg
 
 HINT_LOGGERS = ("org.apache.spark.sql.catalyst.analysis.HintErrorLogger",
                 "org.apache.spark.sql.catalyst.analysis.ResolveHints")
@@ -151,7 +152,7 @@ class Session:
                    # Faker pools are plan literals: building full plan strings costs
                    # tens of ms per case; reports keep at most this much anyway.
                    .config("spark.sql.maxPlanStringLength", str(PLAN_TEXT_LIMIT)))
-        for key, value in options.spark_conf.items():
+        for key, value in {**self._iceberg_confs(options), **options.spark_conf}.items():
             builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
         self.spark.sparkContext.setLogLevel("ERROR")
@@ -209,8 +210,30 @@ class Session:
         # cancellation would hold the cores for the rest of the run.
         _kill_jvm()
 
+    def _iceberg_confs(self, options: RunOptions) -> dict:
+        """The Iceberg runtime and catalog, for a run with Iceberg scenarios on a Spark that
+        has a runtime (`iceberg_runtime`); a runtime that cannot be fetched is said by
+        each case that needs it (`iceberg.problem`)."""
+        self.iceberg_runtime = None
+        if not options.iceberg:
+            return {}
+        from pyspark import __version__ as pyspark_version
+        coordinate = iceberg.runtime_for(pyspark_version)
+        if coordinate is None:
+            return {}
+        try:
+            jar = iceberg.ensure_jar(coordinate, Path(options.jar_cache) if options.jar_cache else iceberg.default_cache(),
+                                     options.maven_repository)
+        except iceberg.RuntimeUnavailable as exc:
+            iceberg.problem = str(exc)
+            return {}
+        self.iceberg_runtime = coordinate.words()
+        return iceberg.session_confs(jar, self.workdir / "iceberg")
+
     def cannot_run(self, case) -> str | None:
         """Why this deployment cannot run the case at all (None: it can)."""
+        if uses_iceberg(case.scenario.data) and iceberg.runtime_for(self.versions["spark"]) is None:
+            return iceberg.not_available(self.versions["spark"])
         return None
 
     def alive(self) -> bool:
