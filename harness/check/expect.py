@@ -44,8 +44,15 @@ def _conf_equal(expected, actual) -> bool:
     return norm(expected) == norm(actual)
 
 
-def _version_in(specifier: str, version: str) -> bool:
+def _version_in(specifier, version: str) -> bool:
+    """Whether `version` is in a PEP 440 specifier, or in any of a list of them."""
+    if isinstance(specifier, list):
+        return any(_version_in(one, version) for one in specifier)
     return SpecifierSet(specifier).contains(spark_version(version), prereleases=True)
+
+
+def affected_words(affected) -> str:
+    return " or ".join(affected) if isinstance(affected, list) else affected
 
 
 def when_matches(when: dict, case: Case, version: str, deployment: str = "local") -> bool:
@@ -518,7 +525,7 @@ def bug_verdict(bug: dict | None, status: str, message: str, version: str, case_
     the declaration is then wrong. The expectations describe the correct behaviour."""
     if bug is None:
         return status, message
-    where = f"{bug['id']} (affected {bug['affected']})"
+    where = f"{bug['id']} (affected {affected_words(bug['affected'])})"
     if status in BUG_FAILURES:
         return "known_bug", f"known bug {where}: {message}"
     if status == "passed" and case_item:

@@ -14,6 +14,7 @@ from harness.check import expect
 from harness.core.options import deployment
 from harness.core.records import (
     NOT_CHECKABLE,
+    WARNINGS_UNOBSERVED,
     CaseRecord,
     Identity,
     Observation,
@@ -405,7 +406,10 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
     status = _status(expected, observed, problems)
     unchecked = expect.not_checkable(expected, observed) if expect.has_assertions(expected) else []
     said = _unchecked_words(unchecked, session.versions["spark"])
-    if unchecked and status == "passed":  # what held was checked; the rest could not be: never green
+    if unchecked == ["warnings"] and status == "passed" and \
+            expect.has_assertions({k: v for k, v in expected.items() if k != "warnings"}):
+        problems = [WARNINGS_UNOBSERVED]  # the strategy, build side, rows ... were checked and held
+    elif unchecked and status == "passed":  # what held was checked; the rest could not be: never green
         status, problems = "unchecked", said
     elif unchecked and problems:
         problems += said

@@ -30,6 +30,9 @@ class SparkError:
 UNAVAILABLE = "unavailable"
 NOT_RUN = "not run through Spark Connect"
 NOT_CHECKABLE = "not checkable on this deployment"
+# A case that passed on everything it could check, whose only unobservable expectation is
+# its hint warnings (Spark Connect returns no driver log): passed, saying so.
+WARNINGS_UNOBSERVED = "warnings not observable through Spark Connect"
 # The units Spark prints sizes in (Utils.bytesToString), e.g. an estimate's `printed` text.
 BYTE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50,
               "EiB": 1 << 60}

@@ -139,7 +139,10 @@ def batch_scan(node, table_names: dict | None) -> dict:
     shuffle), `partially_clustered` (the bigger side's partitions split and the other
     side's replicated; 3.4+), `partition_values` (how many partition values the join
     pushed to it; None where none were). The fields moved into `spjParams` in 3.5."""
-    name = _safe_str(lambda: node.table().name()) or _safe_str(lambda: node.scan().table().name())
+    name = _safe_str(lambda: node.table().name())  # 3.4+; 3.3's scan names its table in its text
+    if not name:
+        found = re.search(r"\btable=([^,\s)]+)", _safe_str(lambda: node.scan().toString()))
+        name = found.group(1) if found else ""
     table = name.rsplit(".", 1)[-1] if name else ""
     params = _safe_call(node.spjParams)
     source = params if params is not None else node

@@ -70,6 +70,10 @@ def _reuse_lines(results: dict) -> list[str]:
     if reused:
         lines.append(f"{reused} of {len(results['cases'])} items reused (observed by {_escape(origin)}; "
                      "judged by today's expectations).")
+    unobserved = results["summary"].get("warnings_unobserved")
+    if unobserved:
+        lines.append(f"{unobserved} passed cases expect hint warnings, which Spark Connect does not show: "
+                     "their strategy, build side and rows were checked.")
     return lines
 
 

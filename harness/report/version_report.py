@@ -18,7 +18,7 @@ from markupsafe import Markup, escape
 
 import harness
 from harness.core.files import atomic_write_text, remove_stale_temps
-from harness.core.records import NOT_RUN
+from harness.core.records import NOT_RUN, WARNINGS_UNOBSERVED
 from harness.report.pages import jinja_env, script_json
 from harness.report.plan_pictures import PlanPictures
 
@@ -64,6 +64,7 @@ def summarize(records: list[dict], invalid: list[dict]) -> dict:
         "by_strategy": dict(strategies.most_common()),
         "total_case_seconds": round(sum(r["timings"]["total_s"] for r in records), 3),
         "reused": sum(1 for r in records if (r.get("run") or {}).get("reused")),
+        "warnings_unobserved": sum(1 for r in records if r["status"] == "passed" and r["message"] == WARNINGS_UNOBSERVED),
         "model": model_agreement(records),
     }
 

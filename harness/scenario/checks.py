@@ -392,7 +392,10 @@ def _check_synthetic(at: Where, data: dict) -> None:
 
 def _check_version_specifiers(at: Where, data: dict) -> None:
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    specs = [(("expect", "spark"), data["expect"].get("spark")), (("bug", "affected"), (data.get("bug") or {}).get("affected"))]
+    affected = (data.get("bug") or {}).get("affected")
+    specs = [(("expect", "spark"), data["expect"].get("spark"))]
+    specs += [(("bug", "affected", i), s) for i, s in enumerate(affected)] if isinstance(affected, list) else \
+        [(("bug", "affected"), affected)]
     specs += [(("expect", "overrides", i, "when", "spark"), o["when"].get("spark"))
               for i, o in enumerate(data["expect"].get("overrides", []))]
     for where, spec in specs:

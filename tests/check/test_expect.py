@@ -280,3 +280,26 @@ def test_a_single_dynamic_pruning_expectation_reads_as_a_list_and_names_a_table_
     assert expect.resolve(case, "4.3.0")["dynamic_pruning"] == [{"table": "a", "pruned": False}]
     with pytest.raises(ScenarioError, match=r"case.yaml:\d+: expect.dynamic_pruning.table: 'sales' is not a table of this file"):
         load_scenario(write_scenario(text.replace("table: a", "table: sales")))
+
+
+def test_only_unobservable_warnings_leave_a_checked_case_passed_and_say_so(write_scenario):
+    """Through Spark Connect: a case whose strategy and build side were checked and held,
+    whose only unobservable expectation is its hint warnings, is passed with a note; an
+    expectation on warnings alone checked nothing and stays unchecked."""
+    from harness.check.runner import absent_session, judge_case
+    from harness.core.records import WARNINGS_UNOBSERVED
+    from harness.scenario.model import expand, load_scenario
+    from tests.conftest import MINIMAL
+    who = absent_session({"spark": "4.3.0", "java": "17", "python": "3.11"}, "sc://localhost:15002")
+    seen = Observation.from_json({"initial": {"joins": [{"strategy": "BroadcastHashJoin", "build_side": "right"}]},
+                                  "unavailable": ["warnings", "model"]})
+    with_warnings = MINIMAL.replace("  build_side: right\n", "  build_side: right\n  warnings: []\n")
+    case = expand(load_scenario(write_scenario(with_warnings)))[0]
+    record = judge_case(case, who, seen, 0.1)
+    assert (record.status, record.message) == ("passed", WARNINGS_UNOBSERVED)
+    only = with_warnings.replace("  strategy: BroadcastHashJoin\n  build_side: right\n", "")
+    record = judge_case(expand(load_scenario(write_scenario(only, "only.yaml")))[0], who, seen, 0.1)
+    assert record.status == "unchecked" and "not checkable on this deployment: warnings" in record.message
+    wrong = with_warnings.replace("build_side: right", "build_side: left")
+    record = judge_case(expand(load_scenario(write_scenario(wrong, "wrong.yaml")))[0], who, seen, 0.1)
+    assert record.status == "failed" and "not checkable on this deployment: warnings" in record.message

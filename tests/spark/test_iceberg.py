@@ -1,0 +1,160 @@
+"""Iceberg tables: what a file may declare (checked at collection, one line each), the
+runtime jar's cache (fetched once, checked, fetched again when damaged, one line when it
+cannot be), and a Spark without a runtime saying so instead of running."""
+import hashlib
+import io
+import json
+import zipfile
+
+import pytest
+
+from harness.scenario.tables import parse_transform
+from harness.spark import iceberg
+from tests.conftest import MINIMAL
+from tests.scenario.test_scenario import error_of
+from tests.test_plugin import make_suite
+
+pytest_plugins = ["pytester"]
+
+ICEBERG_A = MINIMAL.replace("      k: {key: {cardinality: 10}}\n",
+                            "      k: {key: {cardinality: 10}}\n      v: {sequence: {}}\n"
+                            "      d: {uniform: {min: \"2024-01-01\", max: \"2024-12-31\"}, type: date}\n"
+                            "    materialize: catalog\n    format: iceberg\n", 1)
+
+
+def test_transforms_are_read_as_iceberg_writes_them():
+    assert parse_transform("k").sql() == "`k`"
+    assert parse_transform("bucket(8, k)").sql() == "bucket(8, `k`)"
+    assert parse_transform(" truncate( 4 , name ) ").sql() == "truncate(4, `name`)"
+    assert parse_transform("days(ts)").sql() == "days(`ts`)"
+    for text, says in [("bucket(0, k)", "must be 1 – 100,000"), ("bucket(100001, k)", "must be 1 – 100,000"),
+                       ("bucket(k)", "bucket(N, column)"), ("days(4, ts)", "days(column)"),
+                       ("zorder(k)", "unknown transform 'zorder'"), ("bucket(x, k)", "whole number"),
+                       ("k; DROP", "not a column or a transform")]:
+        with pytest.raises(ValueError, match=None) as raised:
+            parse_transform(text)
+        assert says in str(raised.value), (text, raised.value)
+
+
+@pytest.mark.parametrize("layout, says", [
+    ("    partition_by: ['bucket(4, k)']\n", None),
+    ("    partition_by: ['zorder(k)']\n", "tables.a.partition_by[0]: unknown transform 'zorder'"),
+    ("    partition_by: ['bucket(0, k)']\n", "tables.a.partition_by[0]: 'bucket(0, k)': the bucket count must be 1 – 100,000"),
+    ("    partition_by: ['bucket(100001, k)']\n", "the bucket count must be 1 – 100,000"),
+    ("    partition_by: ['bucket(4, kk)']\n", "tables.a.partition_by[0]: 'kk' is not a column of table 'a' (did you mean 'k'?)"),
+    ("    partition_by: ['hours(d)']\n", "Iceberg's hours transform does not apply to column 'd' of type date"),
+    ("    sort_by: [vv]\n", "tables.a.sort_by[0]: 'vv' is not a column of table 'a'"),
+    ("    properties: {location: /tmp/x}\n", "tables.a.properties.location: table property 'location' may not be set"),
+    ("    properties: {write.metadata.path: /tmp/x}\n", "table property 'write.metadata.path' may not be set"),
+    ("    properties: {format-version: 9}\n", "tables.a.properties.format-version: 9 is not a value"),
+    ("    bucket_by: {columns: [k], buckets: 4}\n", "tables.a.bucket_by: an Iceberg table is bucketed by its partition spec"),
+    ("    analyze: table\n", "tables.a.analyze: an Iceberg table keeps its own statistics"),
+])
+def test_an_iceberg_layout_is_checked_at_collection(write_scenario, layout, says):
+    text = ICEBERG_A.replace("    format: iceberg\n", "    format: iceberg\n" + layout, 1)
+    if says is None:
+        from harness.scenario.model import load_scenario
+        load_scenario(write_scenario(text))
+        return
+    message = error_of(write_scenario, text)
+    assert says in message, message
+    assert "\n" not in message and "Traceback" not in message
+
+
+def test_iceberg_only_keys_and_formats_need_an_iceberg_catalog_table(write_scenario):
+    plain = ICEBERG_A.replace("    format: iceberg\n", "")
+    assert "tables.a.sort_by: `sort_by` is an Iceberg table's: add `format: iceberg`" in error_of(
+        write_scenario, plain.replace("    materialize: catalog\n", "    materialize: catalog\n    sort_by: [k]\n"))
+    lazy = ICEBERG_A.replace("    materialize: catalog\n", "")
+    assert "tables.a.format: `format: iceberg` is for a catalog table of generated or literal rows: add " \
+           "`materialize: catalog`" in error_of(write_scenario, lazy)
+    assert "tables.a.partition_by[0]" in error_of(
+        write_scenario, plain.replace("    materialize: catalog\n", "    materialize: catalog\n    partition_by: ['bucket(4, k)']\n"))
+
+
+def test_only_vetted_iceberg_configs_may_be_set(write_scenario):
+    with_conf = ICEBERG_A + "spark_conf:\n  spark.sql.iceberg.planning.preserve-data-grouping: true\n"
+    from harness.scenario.model import load_scenario
+    load_scenario(write_scenario(with_conf))
+    assert "spark_conf.spark.sql.iceberg.split-size: 'spark.sql.iceberg.split-size' is not one of Iceberg's configs" in \
+        error_of(write_scenario, ICEBERG_A + "spark_conf:\n  spark.sql.iceberg.split-size: 10\n")
+    assert "takes true or false" in error_of(
+        write_scenario, ICEBERG_A + "spark_conf:\n  spark.sql.iceberg.planning.preserve-data-grouping: yes please\n")
+
+
+# ---------------------------------------------------------------- the jar cache
+
+COORDINATE = iceberg.Coordinate("org.apache.iceberg", "iceberg-spark-runtime-9.9_2.13", "1.0.0")
+
+
+def _jar_bytes(marker: bytes = b"") -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("org/apache/iceberg/spark/SparkCatalog.class", b"\xca\xfe\xba\xbe" + marker)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def repository(tmp_path):
+    """A Maven repository on disk (file://) holding COORDINATE and its SHA-1."""
+    folder = tmp_path / "repo" / "org" / "apache" / "iceberg" / COORDINATE.artifact / COORDINATE.version
+    folder.mkdir(parents=True)
+    jar = folder / COORDINATE.file_name()
+    jar.write_bytes(_jar_bytes())
+    (folder / (jar.name + ".sha1")).write_text(hashlib.sha1(jar.read_bytes()).hexdigest() + "  " + jar.name + "\n")
+    return (tmp_path / "repo").as_uri(), jar
+
+
+def test_the_runtime_is_fetched_once_and_fetched_again_when_damaged(tmp_path, repository):
+    url, published = repository
+    cache = tmp_path / "cache"
+    jar = iceberg.ensure_jar(COORDINATE, cache, url)
+    assert jar.read_bytes() == published.read_bytes()
+    published.write_bytes(_jar_bytes(b"newer"))  # the cache is not asked again while intact
+    assert iceberg.ensure_jar(COORDINATE, cache, url).read_bytes() == jar.read_bytes() != published.read_bytes()
+    published.write_bytes(_jar_bytes())
+    jar.write_bytes(jar.read_bytes()[:100])  # a partial download
+    assert iceberg.ensure_jar(COORDINATE, cache, url).read_bytes() == published.read_bytes()
+    assert not list(cache.glob(".*.part"))
+
+
+def test_a_jar_put_in_the_cache_by_hand_is_used_if_it_opens(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / COORDINATE.file_name()).write_bytes(_jar_bytes())
+    assert iceberg.ensure_jar(COORDINATE, cache, "file:///nowhere") == cache / COORDINATE.file_name()
+    (cache / COORDINATE.file_name()).write_bytes(b"not a jar")
+    with pytest.raises(iceberg.RuntimeUnavailable) as raised:
+        iceberg.ensure_jar(COORDINATE, cache, "file:///nowhere")
+    message = str(raised.value)
+    assert COORDINATE.words() in message and str(cache / COORDINATE.file_name()) in message and "\n" not in message
+
+
+def test_a_download_that_does_not_match_its_checksum_is_refused(tmp_path, repository):
+    url, published = repository
+    published.write_bytes(_jar_bytes(b"tampered"))
+    with pytest.raises(iceberg.RuntimeUnavailable, match="does not match its published SHA-1"):
+        iceberg.ensure_jar(COORDINATE, tmp_path / "cache", url)
+    assert not (tmp_path / "cache" / COORDINATE.file_name()).exists()
+
+
+def test_runtimes_are_listed_for_the_versions_with_one():
+    assert iceberg.runtime_for("3.5.9").artifact == "iceberg-spark-runtime-3.5_2.12"
+    assert iceberg.runtime_for("4.1.4").artifact.endswith("_2.13")
+    assert iceberg.runtime_for("4.3.0") is None and iceberg.runtime_for("3.2.4") is None
+    assert iceberg.not_available("4.3.0") == "not available on Spark 4.3 (no Iceberg runtime)"
+
+
+def test_a_spark_without_a_runtime_reports_iceberg_cases_not_available(pytester, session):
+    """On the installed Spark when it has no runtime (4.2+): every case and check of an
+    Iceberg scenario is skipped with the reason, none passes, none fails."""
+    spark = session.versions["spark"]
+    if iceberg.runtime_for(spark) is not None:
+        pytest.skip(f"Spark {spark} has an Iceberg runtime")
+    text = ICEBERG_A.replace("    format: iceberg\n", "    format: iceberg\n    partition_by: ['bucket(4, k)']\n")
+    make_suite(pytester, {"ice.yaml": text})
+    result = pytester.runpytest("scenarios", "--report-dir", "out", "--fresh", "-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=2)
+    records = json.loads((pytester.path / "out" / spark / "results.json").read_text())["cases"]
+    assert [r["status"] for r in records] == ["skipped", "skipped"]
+    assert all(r["message"] == iceberg.not_available(spark) for r in records)
