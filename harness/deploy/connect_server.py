@@ -1,8 +1,9 @@
 """A Spark Connect server on this machine, and the suite run through it.
 
 `ConnectServer` starts `SparkConnectServer` from the installed PySpark (`spark-submit`
-with the `spark-connect` jar that PySpark 4.x wheels ship; 3.4/3.5 wheels do not, and
-this machine reaches no Maven), bound to loopback on a free port, in its own process
+with the `spark-connect` jar that PySpark 4.x wheels ship; for 3.4 and 3.5, whose wheels
+do not, that version's `spark-connect_2.12` jar fetched once from Maven Central into the
+jar cache, harness.spark.jvm_packages), bound to loopback on a free port, in its own process
 group, with the session defaults the harness gives a local session (UTC, the 4.3 locks on
 reflection, plan strings capped); it waits until the server answers and stops it (and
 its JVM) on exit, on an exception and on SIGINT/SIGTERM.
@@ -40,6 +41,8 @@ from harness.deploy.cluster import (
 from harness.deploy.connect import NOT_OBSERVABLE
 from harness.observe.printed_plans import bytes_text
 from harness.report.diff import UNSEEN
+from harness.spark import jvm_packages
+from harness.spark.jvm_packages import Coordinate
 from harness.spark.session import NOTHING_MATCHES, ensure_java
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -50,8 +53,34 @@ class ConnectError(RuntimeError):
 
 
 def server_jar() -> Path | None:
+    """The server jar the installed PySpark ships (4.0+), else None."""
     jars = sorted((spark_home() / "jars").glob("spark-connect_*.jar"))
     return jars[0] if jars else None
+
+
+def server_package(spark: str) -> Coordinate | None:
+    """The Spark Connect server of a 3.4 or 3.5 Spark, as published on Maven Central."""
+    if not spark.startswith(("3.4.", "3.5.")):
+        return None
+    return Coordinate("org.apache.spark", "spark-connect_2.12", spark,
+                      marker="org/apache/spark/sql/connect/service/SparkConnectServer.class")
+
+
+def available_server_jar(options: RunOptions | None = None) -> Path:
+    """The shipped server jar, else the fetched one (ConnectError: one line saying why not)."""
+    import pyspark
+    shipped = server_jar()
+    if shipped is not None:
+        return shipped
+    package = server_package(pyspark.__version__)
+    if package is None:
+        raise ConnectError(f"PySpark {pyspark.__version__} has no Spark Connect server (Spark Connect starts "
+                           f"with 3.4)")
+    options = options or RunOptions.from_env()
+    try:
+        return jvm_packages.ensure_jar(package, jvm_packages.cache_of(options), options.maven_repository)
+    except jvm_packages.PackageUnavailable as exc:
+        raise ConnectError(str(exc)) from None
 
 
 def server_conf(port: int, workdir: Path) -> dict:
@@ -81,11 +110,7 @@ class ConnectServer(LocalDaemons):
         return f"sc://{LOOPBACK}:{self.port}"
 
     def start(self, timeout_s: float = 120.0) -> "ConnectServer":
-        jar = server_jar()
-        if jar is None:
-            import pyspark
-            raise ConnectError(f"PySpark {pyspark.__version__} ships no Spark Connect server (no "
-                               f"jars/spark-connect_*.jar; PySpark 4.0+ wheels do)")
+        jar = available_server_jar()
         ensure_java()
         self._trap_signals()
         env = dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP=LOOPBACK,

@@ -500,7 +500,7 @@ def _check_iceberg_layout(at: Where, where: tuple, name: str, table: dict) -> No
         raise at.error(where + (key,), f"`{key}` is an Iceberg table's: add `format: iceberg`")
     if is_derived(table) or is_stats_only(table) or table.get("materialize") != "catalog":
         what = "a derived table" if is_derived(table) else "a statistics-only table" if is_stats_only(table) else None
-        raise at.error(where + ("format",), f"`format: iceberg` is for a catalog table of generated or literal rows"
+        raise at.error(where + ("format",), "`format: iceberg` is for a catalog table of generated or literal rows"
                        + (f", not {what}" if what else ": add `materialize: catalog`"))
     if "analyze" in table:
         raise at.error(where + ("analyze",), "an Iceberg table keeps its own statistics (ANALYZE TABLE is "

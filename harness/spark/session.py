@@ -25,7 +25,7 @@ from harness.core.text import printable
 from harness.core.vocab import PLAN_TEXT_LIMIT
 from harness.scenario.confs import conf_text
 from harness.scenario.tables import uses_iceberg
-from harness.spark import conf_registry, iceberg
+from harness.spark import conf_registry, iceberg, jvm_packages
 
 HINT_LOGGERS = ("org.apache.spark.sql.catalyst.analysis.HintErrorLogger",
                 "org.apache.spark.sql.catalyst.analysis.ResolveHints")
@@ -222,9 +222,8 @@ class Session:
         if coordinate is None:
             return {}
         try:
-            jar = iceberg.ensure_jar(coordinate, Path(options.jar_cache) if options.jar_cache else iceberg.default_cache(),
-                                     options.maven_repository)
-        except iceberg.RuntimeUnavailable as exc:
+            jar = jvm_packages.ensure_jar(coordinate, jvm_packages.cache_of(options), options.maven_repository)
+        except jvm_packages.PackageUnavailable as exc:
             iceberg.problem = str(exc)
             return {}
         self.iceberg_runtime = coordinate.words()

@@ -62,3 +62,29 @@ def test_why_each_side_of_the_join_is_or_is_not_shuffled():
         "shuffles: left streamed: none (the join needs no shuffle); right broadcast: none (the join needs no shuffle)")
     # a plan read from printed metrics has no counts: nothing said
     assert shuffle_words({"initial": {"joins": [{"strategy": "SortMergeJoin", "shuffles": None}]}}) == ""
+
+
+def _v2_scan(table, grouped, values=None, partial=False):
+    return {**_scan(table, False), "key_grouped": grouped, "partition_values": values, "partially_clustered": partial}
+
+
+def test_why_a_side_read_from_iceberg_is_or_is_not_shuffled():
+    from harness.observe.describe import shuffle_words
+    spj = _join("SortMergeJoin", {"left": 0, "right": 0}, [_v2_scan("orders", True, 8, True)],
+                [_v2_scan("customers", True, 8)])
+    assert shuffle_words({"initial": spj}) == (
+        "shuffles: left none: orders grouped by its partitions (storage-partitioned join; 8 partition values pushed; "
+        "partially clustered); right none: customers grouped by its partitions (storage-partitioned join; "
+        "8 partition values pushed)")
+    off = {"spark.sql.sources.v2.bucketing.enabled": "false", "spark.sql.iceberg.planning.preserve-data-grouping": None}
+    ungrouped = _join("SortMergeJoin", {"left": 1, "right": 1}, [_v2_scan("orders", False)], [_v2_scan("customers", False)])
+    assert "left 1 exchange below: orders not grouped by its partitions (off: spark.sql.sources.v2.bucketing.enabled; " \
+           "unset or not on this version: spark.sql.iceberg.planning.preserve-data-grouping)" in \
+           shuffle_words({"initial": ungrouped, "join_conf": off})
+    absent = {"spark.sql.sources.v2.bucketing.pushPartValues.enabled": None,
+              "spark.sql.requireAllClusterKeysForCoPartition": "true"}
+    incompatible = _join("SortMergeJoin", {"left": 1, "right": 1}, [_v2_scan("orders", True)], [_v2_scan("targets", True)])
+    words = shuffle_words({"initial": incompatible, "join_conf": absent})
+    assert "left 1 exchange below although orders is grouped by its partitions: the two sides' partitionings are " \
+           "not compatible" in words
+    assert "unset or not on this version: spark.sql.sources.v2.bucketing.pushPartValues.enabled" in words

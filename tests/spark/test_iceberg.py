@@ -9,7 +9,7 @@ import zipfile
 import pytest
 
 from harness.scenario.tables import parse_transform
-from harness.spark import iceberg
+from harness.spark import iceberg, jvm_packages
 from tests.conftest import MINIMAL
 from tests.scenario.test_scenario import error_of
 from tests.test_plugin import make_suite
@@ -84,7 +84,8 @@ def test_only_vetted_iceberg_configs_may_be_set(write_scenario):
 
 # ---------------------------------------------------------------- the jar cache
 
-COORDINATE = iceberg.Coordinate("org.apache.iceberg", "iceberg-spark-runtime-9.9_2.13", "1.0.0")
+COORDINATE = jvm_packages.Coordinate("org.apache.iceberg", "iceberg-spark-runtime-9.9_2.13", "1.0.0",
+                                     marker="org/apache/iceberg/spark/SparkCatalog.class")
 
 
 def _jar_bytes(marker: bytes = b"") -> bytes:
@@ -108,13 +109,13 @@ def repository(tmp_path):
 def test_the_runtime_is_fetched_once_and_fetched_again_when_damaged(tmp_path, repository):
     url, published = repository
     cache = tmp_path / "cache"
-    jar = iceberg.ensure_jar(COORDINATE, cache, url)
+    jar = jvm_packages.ensure_jar(COORDINATE, cache, url)
     assert jar.read_bytes() == published.read_bytes()
     published.write_bytes(_jar_bytes(b"newer"))  # the cache is not asked again while intact
-    assert iceberg.ensure_jar(COORDINATE, cache, url).read_bytes() == jar.read_bytes() != published.read_bytes()
+    assert jvm_packages.ensure_jar(COORDINATE, cache, url).read_bytes() == jar.read_bytes() != published.read_bytes()
     published.write_bytes(_jar_bytes())
     jar.write_bytes(jar.read_bytes()[:100])  # a partial download
-    assert iceberg.ensure_jar(COORDINATE, cache, url).read_bytes() == published.read_bytes()
+    assert jvm_packages.ensure_jar(COORDINATE, cache, url).read_bytes() == published.read_bytes()
     assert not list(cache.glob(".*.part"))
 
 
@@ -122,10 +123,10 @@ def test_a_jar_put_in_the_cache_by_hand_is_used_if_it_opens(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / COORDINATE.file_name()).write_bytes(_jar_bytes())
-    assert iceberg.ensure_jar(COORDINATE, cache, "file:///nowhere") == cache / COORDINATE.file_name()
+    assert jvm_packages.ensure_jar(COORDINATE, cache, "file:///nowhere") == cache / COORDINATE.file_name()
     (cache / COORDINATE.file_name()).write_bytes(b"not a jar")
-    with pytest.raises(iceberg.RuntimeUnavailable) as raised:
-        iceberg.ensure_jar(COORDINATE, cache, "file:///nowhere")
+    with pytest.raises(jvm_packages.PackageUnavailable) as raised:
+        jvm_packages.ensure_jar(COORDINATE, cache, "file:///nowhere")
     message = str(raised.value)
     assert COORDINATE.words() in message and str(cache / COORDINATE.file_name()) in message and "\n" not in message
 
@@ -133,8 +134,8 @@ def test_a_jar_put_in_the_cache_by_hand_is_used_if_it_opens(tmp_path):
 def test_a_download_that_does_not_match_its_checksum_is_refused(tmp_path, repository):
     url, published = repository
     published.write_bytes(_jar_bytes(b"tampered"))
-    with pytest.raises(iceberg.RuntimeUnavailable, match="does not match its published SHA-1"):
-        iceberg.ensure_jar(COORDINATE, tmp_path / "cache", url)
+    with pytest.raises(jvm_packages.PackageUnavailable, match="does not match its published SHA-1"):
+        jvm_packages.ensure_jar(COORDINATE, tmp_path / "cache", url)
     assert not (tmp_path / "cache" / COORDINATE.file_name()).exists()
 
 
