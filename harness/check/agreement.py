@@ -270,7 +270,10 @@ def _stream_run(case: Case, session: Session, conf: dict, deadline: float, runs:
 
 
 def _strategies(runs: list) -> list[tuple[str, str]]:
-    return sorted({(r.strategy, r.build_side) for r in runs if r.error is None})
+    # A run whose plan could not be read (an adaptive run through a Spark Connect 3.5
+    # client) has no strategy: None sorts first.
+    return sorted({(r.strategy, r.build_side) for r in runs if r.error is None},
+                  key=lambda pair: tuple("" if part is None else part for part in pair))
 
 
 def _verdict(runs: list, rejected: list, nested_loops: bool) -> tuple[str, str]:
@@ -291,7 +294,7 @@ def _verdict(runs: list, rejected: list, nested_loops: bool) -> tuple[str, str]:
                             f"(forced {reference.forced}) gives {reference.rows} rows / {reference.checksum}")
     if problems:
         return "correctness", "; ".join(problems)
-    strategies = _strategies(runs)
+    strategies = [pair for pair in _strategies(runs) if pair[0] is not None]  # a plan not read is no strategy
     if len(strategies) < 2:
         why = "" if nested_loops else "; nested-loop strategies were not forced (the inputs hold more than " \
                                       f"{NESTED_LOOP_PAIR_BUDGET:,} pairs)"
@@ -305,7 +308,8 @@ def _agreement_record(case, session, status, message, runs, strategies, seconds:
         identity=_identity(case, session), case_id=agreement_id(case), label=agreement_label(case),
         params={k: v for k, v in case.params.items() if k == "join_type"},
         description=f"results agree across strategies: {case.scenario.data['description']}",
-        status=status, message=message, runs=runs, strategies=[f"{s} ({b})" for s, b in strategies],
+        status=status, message=message, runs=runs,
+        strategies=[f"{s} ({b})" if s is not None else "plan not read" for s, b in strategies],
         timings={"total_s": round(seconds, 4)})
 
 

@@ -228,7 +228,14 @@ def run_forced(session: Session, scope: CaseScope, join: dict, conf: dict, table
     scope.check_timeout()
     ran, shared = _execute(session, frame, plan, shareable=True)
     scope.check_timeout()
-    top = plans_of(session).top_join(ran.plan) if ran.plan is not None else {"strategy": None, "build_side": None}
+    plans = plans_of(session)
+    if ran.plan is None and not plans.is_adaptive(plan):
+        # A Spark Connect 3.5 client gets no plan back with the result (executionInfo is
+        # 4.0+); without AQE the plan printed before the action is the plan that ran.
+        ran_plan = plan
+    else:
+        ran_plan = ran.plan
+    top = plans.top_join(ran_plan) if ran_plan is not None else {"strategy": None, "build_side": None}
     return ForcedRun(top["strategy"], top["build_side"], ran.rows, ran.checksum, shared)
 
 

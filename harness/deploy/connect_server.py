@@ -120,6 +120,8 @@ class ConnectServer(LocalDaemons):
                 "--driver-java-options", RunOptions.driver_jvm_flags, "--name", f"join-harness-connect-{self.port}"]
         for key, value in server_conf(self.port, self.dir).items():
             args += ["--conf", f"{key}={value}"]
+        if jar != server_jar():  # fetched: spark-submit of 3.4/3.5 loads the server class from --jars only
+            args += ["--jars", str(jar)]
         log = open(self.dir / "server.log", "wb")
         self.proc = subprocess.Popen([*args, str(jar)], env=env, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True, cwd=self.dir)

@@ -228,3 +228,20 @@ def test_sigterm_stops_the_server_jvm(tmp_path):
     while time.monotonic() < deadline and subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0:
         time.sleep(0.5)
     assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1
+
+
+def test_the_server_of_3_4_and_3_5_comes_from_maven_central(tmp_path, monkeypatch):
+    """Their wheels ship no server jar: that version's spark-connect_2.12 is fetched into
+    the jar cache; one that cannot be fetched is one line naming what to put where."""
+    from harness.core.options import RunOptions
+    from harness.deploy import connect_server
+    assert connect_server.server_package("3.5.9").words() == "org.apache.spark:spark-connect_2.12:3.5.9"
+    assert connect_server.server_package("3.3.4") is None and connect_server.server_package("4.3.0") is None
+    monkeypatch.setattr(connect_server, "server_jar", lambda: None)
+    monkeypatch.setattr("pyspark.__version__", "3.5.9")
+    options = RunOptions(jar_cache=str(tmp_path / "jars"), maven_repository=(tmp_path / "empty").as_uri())
+    with pytest.raises(connect_server.ConnectError) as raised:
+        connect_server.available_server_jar(options)
+    message = str(raised.value)
+    assert "org.apache.spark:spark-connect_2.12:3.5.9" in message and str(tmp_path / "jars") in message
+    assert "\n" not in message
