@@ -100,7 +100,9 @@ def pytest_configure(config):
         config.pluginmanager.register(HarnessReporter(config), "join-harness-reporter")
     # xdist workers get the same command line, so each builds the same options.
     if config.getoption("spark_remote"):
-        from harness.deploy import connect  # noqa: F401 (registers the Spark Connect session kind)
+        from harness.deploy import connect  # registers the Spark Connect session kind
+        if connect.unsupported_client():
+            raise pytest.UsageError(f"--spark-remote: {connect.unsupported_client()}")
     config.stash[OPTIONS] = _run_options(config)
     config._harness_stamp = _stamp(config)
     config.stash[REUSE] = open_reuse(config.stash[OPTIONS], store_folder(config), config._harness_stamp,

@@ -53,6 +53,19 @@ CANNOT_RUN = {
 CLIENT_RETRIES = {"max_retries": 3, "initial_backoff": 200, "max_backoff": 2000, "backoff_multiplier": 2.0}
 
 
+def unsupported_client() -> str | None:
+    """Why this PySpark's Spark Connect client cannot run the suite (None: it can). A case
+    is bounded in time by interrupting its operations by tag; a 3.4 client has no tags
+    and no interrupt (3.5+), so a runaway query would hold the server."""
+    from pyspark.sql.connect.session import SparkSession
+    if not hasattr(SparkSession, "addTag"):
+        import pyspark
+        return (f"a PySpark {pyspark.__version__} Spark Connect client cannot interrupt a query (operation tags "
+                "and interrupts came in 3.5), so no case could be bounded in time: run through Connect with "
+                "PySpark 3.5 or later")
+    return None
+
+
 def public_url(remote: str) -> str:
     """The URL without its parameters (`;token=...` is a secret; reports keep only where)."""
     return remote.split(";", 1)[0].rstrip("/")

@@ -211,6 +211,10 @@ def format_comparison(comparison: dict) -> str:
 
 def main(report_dir: str = "reports", extra: list[str] | None = None) -> int:
     extra = extra or []
+    from harness.deploy.connect import unsupported_client
+    if unsupported_client():
+        print(f"[connect] {unsupported_client()}", file=sys.stderr)
+        return 2
 
     def run_through_connect(folder: str) -> int:
         with ConnectServer() as server:
