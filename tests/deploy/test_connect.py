@@ -245,3 +245,16 @@ def test_the_server_of_3_4_and_3_5_comes_from_maven_central(tmp_path, monkeypatc
     message = str(raised.value)
     assert "org.apache.spark:spark-connect_2.12:3.5.9" in message and str(tmp_path / "jars") in message
     assert "\n" not in message
+
+
+def test_a_client_that_cannot_interrupt_is_refused_in_one_line(monkeypatch):
+    """A PySpark 3.4 Connect client has no operation tags (3.5+): no case could be bounded
+    in time through it, so a run through it is refused before it starts."""
+    from pyspark.sql.connect.session import SparkSession
+
+    from harness.deploy.connect import unsupported_client
+    assert unsupported_client() is None
+    monkeypatch.delattr(SparkSession, "addTag")
+    monkeypatch.setattr("pyspark.__version__", "3.4.0")
+    message = unsupported_client()
+    assert message.startswith("a PySpark 3.4.0 Spark Connect client cannot interrupt a query") and "\n" not in message
