@@ -463,6 +463,9 @@ def _check_layouts(at: Where, data: dict) -> None:
         if not layout:
             continue
         where = ("tables", name)
+        if is_derived(table):
+            raise at.error(where + ("partition_by",), "a derived table is partitioned only as an Iceberg table: add "
+                           "`format: iceberg` (its rows are then written once per worker with that partition spec)")
         if table.get("materialize") != "catalog" and not is_stats_only(table):
             raise at.error(where + (next(iter(layout)),), "a bucketed or partitioned layout needs `materialize: "
                            "catalog` or a statistics-only table (a table in the catalog)")
@@ -492,28 +495,33 @@ ICEBERG_ONLY = ("sort_by", "files_per_partition", "properties")
 
 
 def _check_iceberg_layout(at: Where, where: tuple, name: str, table: dict) -> None:
-    """An Iceberg table: a catalog table of generated or literal rows, its partition spec
+    """An Iceberg table: a catalog table of generated, literal or derived rows, its partition spec
     made of Iceberg's transforms over its own columns, its sort order over its columns,
     and only vetted table properties."""
     if not is_iceberg(table):
         key = next(key for key in ICEBERG_ONLY if key in table)
         raise at.error(where + (key,), f"`{key}` is an Iceberg table's: add `format: iceberg`")
-    if is_derived(table) or is_stats_only(table) or table.get("materialize") != "catalog":
-        what = "a derived table" if is_derived(table) else "a statistics-only table" if is_stats_only(table) else None
-        raise at.error(where + ("format",), "`format: iceberg` is for a catalog table of generated or literal rows"
-                       + (f", not {what}" if what else ": add `materialize: catalog`"))
+    if is_stats_only(table):
+        raise at.error(where + ("format",), "`format: iceberg` is for a catalog table of generated, literal or "
+                       "derived rows, not a statistics-only table")
+    if not is_derived(table) and table.get("materialize") != "catalog":
+        raise at.error(where + ("format",), "`format: iceberg` is for a catalog table of generated or literal rows: "
+                       "add `materialize: catalog`")
     if "analyze" in table:
         raise at.error(where + ("analyze",), "an Iceberg table keeps its own statistics (ANALYZE TABLE is "
                        "Spark's session catalog's)")
     if "bucket_by" in table:
         raise at.error(where + ("bucket_by",), "an Iceberg table is bucketed by its partition spec: write "
                        "`partition_by: [\"bucket(N, column)\"]`")
-    columns = list(table.get("columns") or table.get("schema") or {})
+    # a derived table's columns are Spark's to say: checked when it is built (harness.spark.datagen)
+    columns = None if is_derived(table) else list(table.get("columns") or table.get("schema") or {})
     for i, text in enumerate(table.get("partition_by") or []):
         try:
             transform = parse_transform(text)
         except ValueError as exc:
             raise at.error(where + ("partition_by", i), str(exc)) from None
+        if columns is None:
+            continue
         if transform.column not in columns:
             raise at.error(where + ("partition_by", i), f"'{transform.column}' is not a column of table "
                            f"'{name}'{did_you_mean(transform.column, columns)}")
@@ -522,7 +530,7 @@ def _check_iceberg_layout(at: Where, where: tuple, name: str, table: dict) -> No
             raise at.error(where + ("partition_by", i), f"Iceberg's {transform.name} transform does not apply to "
                            f"column '{transform.column}' of type {type_name}")
     for i, (column, _) in enumerate(sort_order(table)):
-        if column not in columns:
+        if columns is not None and column not in columns:
             raise at.error(where + ("sort_by", i), f"'{column}' is not a column of table '{name}'"
                            f"{did_you_mean(column, columns)}")
     for key, value in (table.get("properties") or {}).items():

@@ -34,14 +34,15 @@ def scenario_validator():
     return _validator
 
 
+ICEBERG_FIELDS = ("format", "sort_by", "files_per_partition", "properties")
 # The kinds of table: the fields that make one, and every field it may have.
 TABLE_KINDS = {
     "statistics-only": (("schema", "stats"), ("schema", "stats")),
     "literal": (("schema", "values"), ("schema", "values", "materialize", "analyze", "filter", "bucket_by",
-                                       "partition_by")),
-    "derived": ((), ("from", "sql", "join", "steps", "spark_conf")),
+                                       "partition_by") + ICEBERG_FIELDS),
+    "derived": ((), ("from", "sql", "join", "steps", "spark_conf", "partition_by") + ICEBERG_FIELDS),
     "generated": (("rows", "columns"), ("rows", "columns", "partitions", "materialize", "analyze", "filter",
-                                        "bucket_by", "partition_by")),
+                                        "bucket_by", "partition_by") + ICEBERG_FIELDS),
 }
 
 

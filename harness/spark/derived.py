@@ -7,14 +7,17 @@ A derived table is built under its own `spark_conf`, set while it is built and, 
 `cache` step says so, materialised, and restored before the next table: "cache X under
 20 shuffle partitions, then join under 5". Derived tables are built anew for every run
 of a case (the cross-strategy check's forced runs included), exactly as in the case;
-the tables they come from are reused per worker like any generated table.
+the tables they come from are reused per worker like any generated table. A derived
+table declared `format: iceberg` is the exception: its rows are written once per worker
+into an Iceberg table with its partition spec (harness.spark.datagen), and every run reads
+that table.
 """
 from __future__ import annotations
 
 from harness.core.vocab import JOIN_TYPES
 from harness.scenario import confs
 from harness.scenario.model import Case, Scenario
-from harness.scenario.tables import as_hint_list, derived_inputs, hint_name, is_derived
+from harness.scenario.tables import as_hint_list, derived_inputs, hint_name, is_derived, is_iceberg
 from harness.spark import datagen
 from harness.spark.query import build_query
 from harness.spark.sql_trees import relation_names
@@ -79,6 +82,11 @@ def build_inputs(session, scope, case: Case, conf: dict, names: list[str] | None
     tables: dict = {}
     for name in needed_tables(spark, scenario, names or top_tables(case)):
         spec = specs[name]
+        if is_derived(spec) and is_iceberg(spec):
+            lineage = {used: specs[used] for used in needed_tables(spark, scenario, [name])}
+            tables[name] = datagen.derived_iceberg_table(spark, scenario.seed, name, lineage, data_conf,
+                                                         lambda: build_derived(spark, scope, spec, tables))
+            continue
         if is_derived(spec):
             tables[name] = build_derived(spark, scope, spec, tables)
             continue

@@ -80,14 +80,19 @@ def write_table(spark, name: str, df, spec: dict) -> None:
     props_sql = ", ".join(f"'{k}'='{v}'" for k, v in sorted(properties.items()))
     spark.sql(f"CREATE TABLE {name} ({columns}) USING iceberg"
               + (f" PARTITIONED BY ({spec_sql})" if spec_sql else "") + f" TBLPROPERTIES ({props_sql})")
-    order = sort_order(spec)
-    if order:
-        _set_sort_order(spark, name, order)
-    from pyspark.sql import functions as F
-    arranged = df.repartition(files)
-    if order:
-        arranged = arranged.sortWithinPartitions(*[F.col(c).asc() if up else F.col(c).desc() for c, up in order])
-    arranged.writeTo(name).append()
+    try:
+        order = sort_order(spec)
+        if order:
+            _set_sort_order(spark, name, order)
+        from pyspark.sql import functions as F
+        arranged = df.repartition(files)
+        if order:
+            arranged = arranged.sortWithinPartitions(*[F.col(c).asc() if up else F.col(c).desc() for c, up in order])
+        arranged.writeTo(name).append()
+    except Exception:
+        # a table created but not filled is never left for a later case to read as written
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+        raise
 
 
 def _set_sort_order(spark, name: str, order: list) -> None:
@@ -97,5 +102,10 @@ def _set_sort_order(spark, name: str, order: list) -> None:
     table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
     replace = table.replaceSortOrder()
     for column, ascending in order:
-        replace = replace.asc(column) if ascending else replace.desc(column)
+        # the (Term, NullOrder) overloads: Py4J does not find the interface's default (String) ones
+        term = jvm.org.apache.iceberg.expressions.Expressions.ref(column)
+        if ascending:
+            replace = replace.asc(term, jvm.org.apache.iceberg.NullOrder.NULLS_FIRST)
+        else:
+            replace = replace.desc(term, jvm.org.apache.iceberg.NullOrder.NULLS_LAST)
     replace.commit()
