@@ -72,6 +72,50 @@ def test_iceberg_only_keys_and_formats_need_an_iceberg_catalog_table(write_scena
         write_scenario, plain.replace("    materialize: catalog\n", "    materialize: catalog\n    partition_by: ['bucket(4, k)']\n"))
 
 
+DERIVED_B = MINIMAL.replace("""  b:
+    rows: 10
+    columns:
+      k: {sequence: {}}
+""", """  b0:
+    rows: 10
+    columns:
+      k: {sequence: {}}
+  b:
+    sql: SELECT k, COUNT(*) AS n FROM b0 GROUP BY k
+    format: iceberg
+""", 1)
+
+
+def test_a_derived_table_may_be_written_as_an_iceberg_table(write_scenario):
+    from harness.scenario.model import load_scenario
+    # its columns are Spark's to say: a partition column is checked when the table is built
+    load_scenario(write_scenario(DERIVED_B.replace("    format: iceberg\n",
+                                                   "    format: iceberg\n    partition_by: ['bucket(4, k)']\n"
+                                                   "    sort_by: [n]\n")))
+    assert "tables.b.partition_by[0]: unknown transform 'zorder'" in error_of(
+        write_scenario, DERIVED_B.replace("    format: iceberg\n", "    format: iceberg\n    partition_by: ['zorder(k)']\n"))
+    assert "tables.b.partition_by: a derived table is partitioned only as an Iceberg table: add `format: iceberg`" \
+        in error_of(write_scenario, DERIVED_B.replace("    format: iceberg\n", "    partition_by: [k]\n"))
+    assert "tables.b.properties.location: table property 'location' may not be set" in error_of(
+        write_scenario, DERIVED_B.replace("    format: iceberg\n", "    format: iceberg\n    properties: {location: /x}\n"))
+    assert "tables.b.materialize: a derived table has no 'materialize'" in error_of(
+        write_scenario, DERIVED_B.replace("    format: iceberg\n", "    format: iceberg\n    materialize: catalog\n"))
+
+
+def test_a_derived_iceberg_tables_columns_are_checked_once_spark_says_them():
+    from harness.spark.datagen import DataGenError, _check_iceberg_columns
+    columns = {"k": "bigint", "n": "bigint", "day": "date"}
+    _check_iceberg_columns("b", {"partition_by": ["bucket(4, k)", "days(day)"], "sort_by": ["n desc"]}, columns)
+    with pytest.raises(DataGenError, match=r"tables.b.partition_by\[1\]: 'kk' is not a column of derived table 'b' "
+                                           r"\(its columns: k, n, day\)"):
+        _check_iceberg_columns("b", {"partition_by": ["k", "bucket(2, kk)"]}, columns)
+    with pytest.raises(DataGenError, match=r"tables.b.partition_by\[0\]: Iceberg's days transform does not apply "
+                                           r"to column 'k' of type bigint"):
+        _check_iceberg_columns("b", {"partition_by": ["days(k)"]}, columns)
+    with pytest.raises(DataGenError, match=r"tables.b.sort_by\[0\]: 'x'"):
+        _check_iceberg_columns("b", {"sort_by": ["x"]}, columns)
+
+
 def test_only_vetted_iceberg_configs_may_be_set(write_scenario):
     with_conf = ICEBERG_A + "spark_conf:\n  spark.sql.iceberg.planning.preserve-data-grouping: true\n"
     from harness.scenario.model import load_scenario
