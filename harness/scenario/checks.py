@@ -22,7 +22,9 @@ from harness.scenario.errors import (
 from harness.scenario.tables import (
     DERIVED_SOURCES,
     ICEBERG_PROPERTIES,
+    MAX_PARTITIONS,
     as_hint_list,
+    bucket_combinations,
     column_type,
     hint_name,
     is_derived,
@@ -31,6 +33,9 @@ from harness.scenario.tables import (
     is_stats_only,
     literal_schema,
     parse_transform,
+    partition_spec,
+    partition_text,
+    partition_value_problem,
     sort_order,
     stats_bound_kind,
     table_columns,
@@ -491,7 +496,7 @@ def _check_layouts(at: Where, data: dict) -> None:
             raise at.error(where + ("bucket_by", "columns"), "a bucket column cannot also be a partition column")
 
 
-ICEBERG_ONLY = ("sort_by", "files_per_partition", "properties")
+ICEBERG_ONLY = ("sort_by", "files_per_partition", "properties", "partition_values")
 
 
 def _check_iceberg_layout(at: Where, where: tuple, name: str, table: dict) -> None:
@@ -501,10 +506,10 @@ def _check_iceberg_layout(at: Where, where: tuple, name: str, table: dict) -> No
     if not is_iceberg(table):
         key = next(key for key in ICEBERG_ONLY if key in table)
         raise at.error(where + (key,), f"`{key}` is an Iceberg table's: add `format: iceberg`")
-    if is_stats_only(table):
-        raise at.error(where + ("format",), "`format: iceberg` is for a catalog table of generated, literal or "
-                       "derived rows, not a statistics-only table")
-    if not is_derived(table) and table.get("materialize") != "catalog":
+    if "partition_values" in table and not (is_stats_only(table) and is_iceberg(table)):
+        raise at.error(where + ("partition_values",), "`partition_values` lists a statistics-only Iceberg table's "
+                       "partitions (a table with rows has the partitions of its rows)")
+    if not is_derived(table) and not is_stats_only(table) and table.get("materialize") != "catalog":
         raise at.error(where + ("format",), "`format: iceberg` is for a catalog table of generated or literal rows: "
                        "add `materialize: catalog`")
     if "analyze" in table:
@@ -529,6 +534,8 @@ def _check_iceberg_layout(at: Where, where: tuple, name: str, table: dict) -> No
         if not transform_fits(transform, type_name):
             raise at.error(where + ("partition_by", i), f"Iceberg's {transform.name} transform does not apply to "
                            f"column '{transform.column}' of type {type_name}")
+    if is_stats_only(table):
+        _check_iceberg_stats(at, where, table)
     for i, (column, _) in enumerate(sort_order(table)):
         if columns is not None and column not in columns:
             raise at.error(where + ("sort_by", i), f"'{column}' is not a column of table '{name}'"
@@ -539,6 +546,50 @@ def _check_iceberg_layout(at: Where, where: tuple, name: str, table: dict) -> No
                            f"(allowed: {', '.join(sorted(ICEBERG_PROPERTIES))})")
         if not ICEBERG_PROPERTIES[key](value):
             raise at.error(where + ("properties", key), f"{value!r} is not a value this harness sets for '{key}'")
+
+
+def _check_iceberg_stats(at: Where, where: tuple, table: dict) -> None:
+    """A statistics-only Iceberg table: sized by its row count (Iceberg estimates a scan
+    from its files' record counts, not from catalog statistics), its partitions listed or
+    all buckets of an all-bucket spec."""
+    stats = table["stats"]
+    if "rows" not in stats:
+        raise at.error(where + ("stats",), "an Iceberg table is sized by its row count: add `rows` (Spark "
+                       "estimates an Iceberg scan as rows x row width)")
+    if stats.get("columns"):
+        raise at.error(where + ("stats", "columns"), "an Iceberg table's column statistics are not replayed (Iceberg "
+                       "reports row counts from its files' metadata): leave `columns` out")
+    spec = partition_spec(table)
+    listed = table.get("partition_values")
+    if listed is None:
+        if any(t.name != "bucket" for t in spec):
+            raise at.error(where + ("partition_values",), "list the table's partitions: only an all-bucket partition "
+                           "spec has them by default (every bucket)")
+        if bucket_combinations(table) > MAX_PARTITIONS:
+            raise at.error(where + ("partition_by",), f"{bucket_combinations(table):,} bucket combinations: a "
+                           f"statistics-only Iceberg table has at most {MAX_PARTITIONS:,} partitions")
+        return
+    if not spec:
+        raise at.error(where + ("partition_values",), "an unpartitioned table has no partition values: add "
+                       "`partition_by`")
+    seen = set()
+    for i, partition in enumerate(listed):
+        values = partition["values"]
+        if len(values) != len(spec):
+            raise at.error(where + ("partition_values", i, "values"), f"{len(values)} value(s) for the "
+                           f"{len(spec)} field(s) of partition_by")
+        for j, (transform, value) in enumerate(zip(spec, values)):
+            problem = partition_value_problem(transform, column_type(table, transform.column), value)
+            if problem:
+                raise at.error(where + ("partition_values", i, "values", j), problem)
+        key = tuple(map(partition_text, values))
+        if key in seen:
+            raise at.error(where + ("partition_values", i, "values"), "the same partition twice")
+        seen.add(key)
+    total = sum(p["rows"] for p in listed)
+    if total != stats["rows"]:
+        raise at.error(where + ("partition_values",), f"the partitions hold {total:,} rows, stats.rows says "
+                       f"{stats['rows']:,}")
 
 
 def _check_pruned_tables(at: Where, data: dict) -> None:

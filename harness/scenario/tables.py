@@ -2,6 +2,7 @@
 statistics-only), its columns and types as the file declares them, and hints as written."""
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 
@@ -183,6 +184,88 @@ def sort_order(table: dict) -> list[tuple[str, bool]]:
         column, _, direction = text.partition(" ")
         out.append((column, direction != "desc"))
     return out
+
+
+# ---- a statistics-only Iceberg table's partitions (harness.spark.iceberg writes them as
+# files that exist in its metadata only)
+
+MAX_PARTITIONS = 10_000
+_INTEGRAL = ("int", "integer", "long", "bigint", "smallint", "short", "tinyint", "byte")
+_ISO_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+
+
+def _value_kind(transform: Transform, type_name: str | None) -> str | None:
+    """What a partition value of the transform is, as Iceberg's partitions table shows it:
+    int, date, string or boolean; None: not one a scenario can write."""
+    if transform.name in ("bucket", "years", "months", "hours"):
+        return "int"
+    if transform.name == "days":
+        return "date"
+    base = (type_name or "long").rstrip("?")
+    if base in _INTEGRAL:
+        return "int"
+    return base if base in ("string", "date", "boolean") else None
+
+
+def partition_value_problem(transform: Transform, type_name: str | None, value) -> str | None:
+    """Why `value` cannot be a partition value of the transform over a column of that type
+    (None: it can). A null is a null partition."""
+    if value is None:
+        return None
+    kind = _value_kind(transform, type_name)
+    if kind is None:
+        return f"partition values of a {type_name} column cannot be replayed (int, long, string, date or boolean)"
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{transform.name}({transform.column}) takes a whole number, not {value!r}"
+        if transform.name == "bucket" and not 0 <= value < transform.width:
+            return f"bucket {value} is not one of bucket({transform.width}, {transform.column})'s 0 – {transform.width - 1}"
+        if abs(value) > 2 ** 63 - 1:
+            return f"{value} is out of range"
+        return None
+    if kind == "date":
+        if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+            return None
+        return None if isinstance(value, str) and _ISO_DATE.match(value) else \
+            f"{transform.name}({transform.column}) takes a date (YYYY-MM-DD), not {value!r}"
+    if kind == "boolean":
+        return None if isinstance(value, bool) else f"a boolean partition value is true or false, not {value!r}"
+    if not isinstance(value, str) or len(value) > 1000:
+        return f"a string partition value (at most 1,000 characters), not {value!r}"[:200]
+    return None
+
+
+def partition_text(value) -> str | None:
+    """A partition value as Iceberg's partition strings write it (null: None)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def default_partitions(table: dict) -> list[dict] | None:
+    """A statistics-only Iceberg table's partitions when the file lists none: every bucket
+    (and every combination of buckets) with the rows spread evenly; None when a transform
+    other than bucket needs its values listed."""
+    spec = partition_spec(table)
+    if any(t.name != "bucket" for t in spec):
+        return None
+    combinations = [[]]
+    for transform in spec:
+        combinations = [c + [b] for c in combinations for b in range(transform.width)]
+    rows = table["stats"]["rows"]
+    share, extra = divmod(rows, len(combinations))
+    return [{"values": values, "rows": share + (1 if i < extra else 0)} for i, values in enumerate(combinations)]
+
+
+def bucket_combinations(table: dict) -> int:
+    count = 1
+    for transform in partition_spec(table):
+        count *= transform.width or 1
+    return count
 
 
 # Table properties a scenario may set: how data is laid out and split, nothing that names

@@ -37,10 +37,20 @@ def twin_data(data: dict) -> dict | None:
     twin["description"] = f"Synthetic twin of {data['id']} (scale {spec['scale']}): {data['description']}"
     # `stats` belongs to statistics-only tables alone (the contract's table kinds)
     twin["tables"] = {name: (generated(table, spec["scale"], spec.get("max_rows", DEFAULT_MAX_ROWS))
-                             if "stats" in table else table)
+                             | iceberg_layout(table) if "stats" in table else table)
                       for name, table in data["tables"].items()}
     twin["expect"] = {}
     return twin
+
+
+def iceberg_layout(table: dict) -> dict:
+    """A statistics-only Iceberg table's twin is an Iceberg table written with the same
+    partition spec, sort order and properties (its rows fall into the partitions their
+    values give, not the listed ones)."""
+    if table.get("format") != "iceberg":
+        return {}
+    return {"materialize": "catalog", "format": "iceberg",
+            **{key: table[key] for key in ("partition_by", "sort_by", "properties") if key in table}}
 
 
 def distinct_kept(distinct: int, scale: float) -> int:

@@ -33,7 +33,7 @@ from harness.scenario.tables import (
     transform_fits,
 )
 from harness.spark import iceberg
-from harness.spark.stats_only import empty_frame, spark_type, stats_only_table, with_layout
+from harness.spark.stats_only import empty_frame, spark_type, stats_only_table, struct_type, with_layout
 
 TWO_53 = 9007199254740992
 POOL_SEPARATOR = "\u0001"
@@ -389,12 +389,15 @@ def _table_exists(spark, table: str) -> bool:
 
 def _catalog_table(spark, table: str, df, analyze: str | None, spec: dict | None = None):
     """The table written once into the worker's catalog: Spark's (parquet, with the spec's
-    buckets or partitions) or, for `format: iceberg`, the worker's Iceberg catalog."""
+    buckets or partitions) or, for `format: iceberg`, the worker's Iceberg catalog (a
+    statistics-only one: its partitions in metadata, no rows: `df` is None)."""
     spec = spec or {}
     exists = _iceberg_exists if is_iceberg(spec) else _table_exists
     if not exists(spark, table):
         try:
-            if is_iceberg(spec):
+            if is_iceberg(spec) and is_stats_only(spec):
+                iceberg.write_stats_only_table(spark, table, struct_type(spec), spec)
+            elif is_iceberg(spec):
                 iceberg.write_table(spark, table, df, spec)
             else:
                 with_layout(df.write.format("parquet"), spec).saveAsTable(table)
@@ -464,7 +467,11 @@ def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, 
     if is_stats_only(spec):
         if workdir is None:  # a stand-in: the schema over no rows, no catalog table
             return empty_frame(spark, spec)
-        return stats_only_table(spark, catalog_table_name(seed, name, spec, data_conf), spec)
+        table = catalog_table_name(seed, name, spec, data_conf)
+        if is_iceberg(spec):
+            _iceberg_catalog_ready(spark)
+            return _catalog_table(spark, iceberg.table_name(table), None, None, spec)
+        return stats_only_table(spark, table, spec)
     if is_literal(spec):
         df = literal_table(spark, spec)
         rows = len(spec["values"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.scenario.tables import partition_spec, sort_order
+from harness.scenario.tables import default_partitions, partition_spec, partition_text, sort_order
 from harness.spark.jvm_packages import Coordinate
 
 CATALOG = "harness_iceberg"
@@ -65,21 +65,28 @@ def table_name(catalog_name: str) -> str:
     return f"{CATALOG}.{NAMESPACE}.{catalog_name}"
 
 
+def _create(spark, name: str, schema, spec: dict, properties: dict) -> None:
+    """CREATE TABLE with the spec's partition transforms and the given properties: the
+    columns from a parsed schema, the transforms and properties checked at collection."""
+    columns = ", ".join(f"`{field.name}` {field.dataType.simpleString()}" for field in schema.fields)
+    spec_sql = ", ".join(transform.sql() for transform in partition_spec(spec))
+    props_sql = ", ".join(f"'{k}'='{v}'" for k, v in sorted(properties.items()))
+    spark.sql(f"CREATE TABLE {name} ({columns}) USING iceberg"
+              + (f" PARTITIONED BY ({spec_sql})" if spec_sql else "")
+              + (f" TBLPROPERTIES ({props_sql})" if props_sql else ""))
+
+
 def write_table(spark, name: str, df, spec: dict) -> None:
     """The table `name` (catalog, namespace, table) created with the spec's partition
     transforms, sort order and properties, and the rows of `df` appended: each partition
     in `files_per_partition` data files (rows spread over that many tasks, each writing
     its share of every partition), in sort order within each file."""
-    columns = ", ".join(f"`{field.name}` {field.dataType.simpleString()}" for field in df.schema.fields)
-    spec_sql = ", ".join(transform.sql() for transform in partition_spec(spec))
-    properties = {str(k): str(v) for k, v in (spec.get("properties") or {}).items()}
+    properties = _properties(spec)
     files = spec.get("files_per_partition", 1)
     # Rows are arranged here, not by Iceberg's write distribution: the files per partition
     # then follow the file, whatever the runtime's defaults.
     properties.update({"write.distribution-mode": "none", "write.spark.fanout.enabled": "true"})
-    props_sql = ", ".join(f"'{k}'='{v}'" for k, v in sorted(properties.items()))
-    spark.sql(f"CREATE TABLE {name} ({columns}) USING iceberg"
-              + (f" PARTITIONED BY ({spec_sql})" if spec_sql else "") + f" TBLPROPERTIES ({props_sql})")
+    _create(spark, name, df.schema, spec, properties)
     try:
         order = sort_order(spec)
         if order:
@@ -109,3 +116,59 @@ def _set_sort_order(spark, name: str, order: list) -> None:
         else:
             replace = replace.desc(term, jvm.org.apache.iceberg.NullOrder.NULLS_LAST)
     replace.commit()
+
+
+def _properties(spec: dict) -> dict:
+    return {str(k): str(v) for k, v in (spec.get("properties") or {}).items()}
+
+
+# A file that exists in the table's metadata only is never read (statistics-only cases
+# are planned, not run), and Iceberg sizes a scan from its files' record counts, not their
+# byte sizes: a size above this would only make scan planning split it into more pieces.
+PHANTOM_FILE_BYTES_LIMIT = 512 * 1024 * 1024
+
+
+def write_stats_only_table(spark, name: str, schema, spec: dict) -> None:
+    """A statistics-only Iceberg table: created with the spec's partition transforms, sort
+    order and properties, and one data file per partition committed to its metadata with
+    that partition's values and row count, and no bytes on disk. Spark then plans over it
+    what it plans over the production table: the same partitions for a storage-partitioned
+    join, the same row counts for its size estimates."""
+    _create(spark, name, schema, spec, _properties(spec))
+    try:
+        order = sort_order(spec)
+        if order:
+            _set_sort_order(spark, name, order)
+        _append_phantom_files(spark, name, spec)
+    except Exception:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+        raise
+
+
+def _append_phantom_files(spark, name: str, spec: dict) -> None:
+    jvm = spark.sparkContext._jvm
+    api = jvm.org.apache.iceberg
+    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
+    partition_spec_ = table.spec()
+    partition_type = partition_spec_.partitionType()
+    fields = partition_type.fields()
+    partitions = spec.get("partition_values") or default_partitions(spec)
+    total_rows = max(1, spec["stats"]["rows"])
+    total_bytes = spec["stats"].get("size_bytes", 0)
+    append = table.newAppend()
+    for i, partition in enumerate(partitions):
+        builder = (api.DataFiles.builder(partition_spec_)
+                   .withPath(f"{table.location()}/data/statistics-only-{i:05d}.parquet")
+                   .withFormat("PARQUET").withRecordCount(partition["rows"])
+                   .withFileSizeInBytes(max(1, min(PHANTOM_FILE_BYTES_LIMIT,
+                                                   total_bytes * partition["rows"] // total_rows))))
+        if partition["values"]:
+            data = api.PartitionData(partition_type)
+            for j, value in enumerate(partition["values"]):
+                text = partition_text(value)
+                # Iceberg's own parser of partition strings gives each value its Java type
+                data.set(j, None if text is None else
+                         api.types.Conversions.fromPartitionString(fields.get(j).type(), text))
+            builder = builder.withPartition(data)
+        append.appendFile(builder.build())
+    append.commit()

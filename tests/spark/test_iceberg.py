@@ -116,6 +116,106 @@ def test_a_derived_iceberg_tables_columns_are_checked_once_spark_says_them():
         _check_iceberg_columns("b", {"sort_by": ["x"]}, columns)
 
 
+STATS_ICEBERG = """\
+id: stats_iceberg
+description: statistics-only Iceberg tables
+tables:
+  a:
+    format: iceberg
+    schema: {k: long, name: string, d: date, ts: timestamp, x: double}
+    stats: {rows: 1000, size_bytes: 80000}
+    partition_by: ['bucket(4, k)']
+  b:
+    schema: {k: long}
+    stats: {rows: 10, size_bytes: 80}
+join: {left: a, right: b, on: [k]}
+expect: {strategy: BroadcastHashJoin}
+"""
+
+
+@pytest.mark.parametrize("layout, says", [
+    ("", None),
+    ("    partition_values: [{values: [0], rows: 600}, {values: [3], rows: 400}]\n", None),
+    ("    partition_values: [{values: [null], rows: 1000}]\n", None),
+    ("    partition_values: [{values: [4], rows: 1000}]\n",
+     "tables.a.partition_values[0].values[0]: bucket 4 is not one of bucket(4, k)'s 0 – 3"),
+    ("    partition_values: [{values: [0, 1], rows: 1000}]\n",
+     "tables.a.partition_values[0].values: 2 value(s) for the 1 field(s) of partition_by"),
+    ("    partition_values: [{values: [0], rows: 600}, {values: [0], rows: 400}]\n",
+     "tables.a.partition_values[1].values: the same partition twice"),
+    ("    partition_values: [{values: [0], rows: 999}]\n",
+     "tables.a.partition_values: the partitions hold 999 rows, stats.rows says 1,000"),
+    ("    partition_values: [{values: ['zero'], rows: 1000}]\n",
+     "tables.a.partition_values[0].values[0]: bucket(k) takes a whole number, not 'zero'"),
+])
+def test_a_statistics_only_iceberg_table_is_checked_at_collection(write_scenario, layout, says):
+    text = STATS_ICEBERG.replace("    partition_by: ['bucket(4, k)']\n", "    partition_by: ['bucket(4, k)']\n" + layout)
+    if says is None:
+        from harness.scenario.model import load_scenario
+        load_scenario(write_scenario(text))
+        return
+    message = error_of(write_scenario, text)
+    assert says in message, message
+
+
+def test_a_statistics_only_iceberg_table_lists_its_partitions_unless_all_are_buckets(write_scenario):
+    spec = "    partition_by: ['bucket(4, k)']\n"
+    days = STATS_ICEBERG.replace(spec, "    partition_by: ['days(d)', name]\n")
+    assert "tables.a.partition_values: list the table's partitions: only an all-bucket partition spec" in \
+        error_of(write_scenario, days)
+    from harness.scenario.model import load_scenario
+    listed = days.replace("    partition_by: ['days(d)', name]\n", "    partition_by: ['days(d)', name]\n"
+                          "    partition_values:\n"
+                          "      - {values: ['2024-01-01', alpha], rows: 700}\n"
+                          "      - {values: [2024-01-02, null], rows: 300}\n")
+    load_scenario(write_scenario(listed))
+    assert "tables.a.partition_values[0].values[0]: days(d) takes a date (YYYY-MM-DD), not 3" in error_of(
+        write_scenario, listed.replace("['2024-01-01', alpha]", "[3, alpha]"))
+    assert "tables.a.partition_values[0].values[0]: partition values of a timestamp column cannot be replayed" in \
+        error_of(write_scenario, STATS_ICEBERG.replace(spec, "    partition_by: [ts]\n"
+                                                       "    partition_values: [{values: [1], rows: 1000}]\n"))
+    assert "tables.a.partition_by: 65,536 bucket combinations: a statistics-only Iceberg table has at most 10,000" \
+        in error_of(write_scenario, STATS_ICEBERG.replace(spec, "    partition_by: ['bucket(256, k)', 'bucket(256, d)']\n"))
+    assert "tables.a.stats: an Iceberg table is sized by its row count: add `rows`" in error_of(
+        write_scenario, STATS_ICEBERG.replace("stats: {rows: 1000, size_bytes: 80000}", "stats: {size_bytes: 80000}"))
+    assert "tables.a.stats.columns: an Iceberg table's column statistics are not replayed" in error_of(
+        write_scenario, STATS_ICEBERG.replace("size_bytes: 80000}", "size_bytes: 80000, columns: {k: {distinct: 9}}}"))
+    assert "tables.b.partition_values: `partition_values` is an Iceberg table's: add `format: iceberg`" in \
+        error_of(write_scenario, STATS_ICEBERG.replace("    stats: {rows: 10, size_bytes: 80}\n",
+                                                       "    stats: {rows: 10, size_bytes: 80}\n"
+                                                       "    partition_values: [{values: [1], rows: 10}]\n"))
+
+
+def test_partition_values_are_a_statistics_only_tables(write_scenario):
+    generated = ICEBERG_A.replace("    format: iceberg\n", "    format: iceberg\n    partition_by: [k]\n"
+                                  "    partition_values: [{values: [1], rows: 100}]\n")
+    assert "tables.a.partition_values: `partition_values` lists a statistics-only Iceberg table's partitions" in \
+        error_of(write_scenario, generated)
+
+
+def test_every_bucket_is_a_partition_by_default():
+    from harness.scenario.tables import default_partitions
+    table = {"partition_by": ["bucket(2, k)", "bucket(3, j)"], "stats": {"rows": 8}}
+    partitions = default_partitions(table)
+    assert [p["values"] for p in partitions] == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+    assert [p["rows"] for p in partitions] == [2, 2, 1, 1, 1, 1]
+    assert default_partitions({"stats": {"rows": 5}}) == [{"values": [], "rows": 5}]
+    assert default_partitions({"partition_by": ["days(d)"], "stats": {"rows": 5}}) is None
+
+
+def test_a_statistics_only_iceberg_tables_twin_keeps_its_layout():
+    from harness.scenario.twin import twin_data
+    data = {"id": "s", "description": "d", "synthetic": {"scale": 0.01},
+            "tables": {"a": {"format": "iceberg", "schema": {"k": "long"}, "stats": {"rows": 100000, "size_bytes": 800000},
+                             "partition_by": ["bucket(4, k)"], "sort_by": ["k"],
+                             "partition_values": [{"values": [0], "rows": 100000}]}},
+            "join": {}, "expect": {}}
+    twin = twin_data(data)["tables"]["a"]
+    assert twin["format"] == "iceberg" and twin["materialize"] == "catalog"
+    assert twin["partition_by"] == ["bucket(4, k)"] and twin["sort_by"] == ["k"]
+    assert "partition_values" not in twin and twin["rows"] == 1000
+
+
 def test_only_vetted_iceberg_configs_may_be_set(write_scenario):
     with_conf = ICEBERG_A + "spark_conf:\n  spark.sql.iceberg.planning.preserve-data-grouping: true\n"
     from harness.scenario.model import load_scenario
