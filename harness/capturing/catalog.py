@@ -1,15 +1,24 @@
 """The tables a captured query reads, as the catalog knows them: found in Spark's analysed
 plan (through views), each with its schema and its catalog statistics, read through
-Py4J, never as DDL text. What harness.capturing.to_scenario writes as statistics-only
-tables."""
+Py4J, never as DDL text; an Iceberg table with its row count, partition spec, partitions,
+sort order and layout properties from its own metadata. What harness.capturing.to_scenario
+writes as statistics-only tables."""
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass, field
 
 from harness.core.text import one_line
 from harness.scenario.schema import scenario_validator
-from harness.scenario.tables import stats_bound_kind
+from harness.scenario.tables import (
+    ICEBERG_PROPERTIES,
+    MAX_PARTITIONS,
+    Transform,
+    bucket_combinations,
+    partition_value_problem,
+    stats_bound_kind,
+)
 
 SCALAR_TYPES = {"bigint": "long", "int": "int", "double": "double", "string": "string", "boolean": "boolean",
                 "date": "date", "timestamp": "timestamp"}
@@ -28,6 +37,8 @@ class CapturedTable:
     schema: dict                 # column → scenario type
     stats: dict                  # the scenario's `stats:`
     bucket_by: dict | None = None  # the table's bucket spec, as the scenario's `bucket_by:`
+    iceberg: dict | None = None  # an Iceberg table's `format`, partition spec, partitions, sort order, properties
+    reference: str = ""          # how the query's catalog names it (quoted parts)
     view_sql: str | None = None  # a view: its text (rewritten later)
     view_plan: object = None     # a temporary view made from a DataFrame: its plan (written as SQL later)
     notes: list = field(default_factory=list)
@@ -85,6 +96,10 @@ def _visit(spark, node, found: dict) -> None:
             return
         view = _view(meta)
         found.setdefault(view.key, view)
+        return
+    if kind == "DataSourceV2Relation" and _is_iceberg(node):
+        table = _iceberg_table(spark, node)
+        found.setdefault(table.key, table)
         return
     if kind in ("LogicalRDD", "ExternalRDD", "LocalRelation", "Range", "DataSourceV2Relation", "StreamingRelation",
                 "StreamingRelationV2"):
@@ -203,3 +218,154 @@ def _bound(text: str, type_name: str):
     if type_name in ("date", "timestamp"):
         return text
     return float(text)
+
+
+# --------------------------------------------------------------------------- Iceberg tables
+
+RELATION_KINDS = ("LogicalRelation", "HiveTableRelation", "DataSourceV2Relation")
+# Iceberg's transform names (Transform.toString) → the scenario's partition_by form
+_ICEBERG_TRANSFORMS = {"year": "years", "month": "months", "day": "days", "hour": "hours"}
+
+
+def _is_iceberg(relation) -> bool:
+    return str(relation.table().getClass().getName()).startswith("org.apache.iceberg.")
+
+
+def relation_key(node) -> tuple[str, str]:
+    """(database, table) of a catalog relation of the analysed plan: a V2 table's last
+    namespace part stands for its database."""
+    if node.getClass().getSimpleName() == "DataSourceV2Relation":
+        _, namespace, name = v2_identifier(node)
+        return (namespace[-1] if namespace else "default"), name
+    meta = node.tableMeta() if node.getClass().getSimpleName() == "HiveTableRelation" else node.catalogTable().get()
+    return identifier(meta)
+
+
+def relation_reference(node) -> str:
+    """The relation's name as a query writes it, every part quoted."""
+    if node.getClass().getSimpleName() == "DataSourceV2Relation":
+        catalog, namespace, name = v2_identifier(node)
+        parts = ([catalog] if catalog else []) + namespace + [name]
+    else:
+        parts = list(relation_key(node))
+    return ".".join("`" + part.replace("`", "``") + "`" for part in parts)
+
+
+def v2_identifier(relation) -> tuple[str | None, list[str], str]:
+    """(catalog, namespace parts, name) of a V2 relation."""
+    if relation.identifier().isEmpty():
+        raise CaptureError(f"it reads {one_line(str(relation.table().name()))[:120]} by path, not as a catalog table")
+    ident = relation.identifier().get()
+    namespace = [str(part) for part in ident.namespace()]
+    catalog = None if relation.catalog().isEmpty() else str(relation.catalog().get().name())
+    return catalog, namespace, str(ident.name())
+
+
+def _iceberg_table(spark, relation) -> CapturedTable:
+    """An Iceberg table as a statistics-only Iceberg table: its schema, its current
+    snapshot's row count and size, and its layout (harness.spark.iceberg replays it as
+    data files known to the metadata only)."""
+    _, namespace, name = v2_identifier(relation)
+    database = namespace[-1] if namespace else "default"
+    table = relation.table().table()  # org.apache.iceberg.Table
+    schema = {f.name(): _type(database, name, f) for f in _fields(relation.schema())}
+    snapshot = table.currentSnapshot()
+    summary = dict(snapshot.summary()) if snapshot is not None else {}
+    stats = {"rows": int(summary.get("total-records", 0)), "size_bytes": int(summary.get("total-files-size", 0))}
+    layout, notes = {"format": "iceberg"}, []
+    where = f"{database}.{name}"
+    spec = _iceberg_spec(table, schema, where, notes)
+    if spec:
+        partitions = _iceberg_partitions(spark, relation, table, spec, schema, where, notes)
+        if partitions is not None or all(f.transform.name == "bucket" for f in spec) and \
+                bucket_combinations({"partition_by": [f.text for f in spec]}) <= MAX_PARTITIONS:
+            layout["partition_by"] = [f.text for f in spec]
+            if partitions is not None:
+                layout["partition_values"] = partitions
+                stats["rows"] = sum(p["rows"] for p in partitions)
+    order = _iceberg_sort_order(table, where, notes)
+    if order:
+        layout["sort_by"] = order
+    properties = {str(k): str(v) for k, v in dict(table.properties()).items()
+                  if k in ICEBERG_PROPERTIES and ICEBERG_PROPERTIES[k](str(v))}
+    if properties:
+        layout["properties"] = properties
+    captured = CapturedTable(database, name, schema, stats, iceberg=layout, notes=notes)
+    captured.reference = relation_reference(relation)
+    return captured
+
+
+@dataclass(frozen=True)
+class SpecField:
+    """A partition field: its transform, as the scenario writes it (`text`), and its name
+    in Iceberg's partitions table (`name`)."""
+    transform: Transform
+    text: str
+    name: str
+
+
+def _iceberg_spec(table, schema: dict, where: str, notes: list) -> list:
+    """The current partition spec as Transforms, or [] (with a note) when a field is one
+    a scenario cannot declare."""
+    fields = []
+    for part in table.spec().fields():
+        column = str(table.schema().findColumnName(part.sourceId()))
+        transform = str(part.transform().toString())
+        base, _, rest = transform.partition("[")
+        width = int(rest.rstrip("]")) if rest else None
+        if base == "identity":
+            fields.append(SpecField(Transform("identity", column), column, str(part.name())))
+        elif base in ("bucket", "truncate") and width is not None:
+            fields.append(SpecField(Transform(base, column, width), f"{base}({width}, {column})", str(part.name())))
+        elif base in _ICEBERG_TRANSFORMS:
+            name = _ICEBERG_TRANSFORMS[base]
+            fields.append(SpecField(Transform(name, column), f"{name}({column})", str(part.name())))
+        else:
+            notes.append(f"{where} is partitioned by {transform}({column}), which a scenario cannot declare: its "
+                         "partition layout is not replayed, so a storage-partitioned join over it may plan otherwise")
+            return []
+        if column not in schema:
+            notes.append(f"{where} is partitioned on the nested field {column}: its partition layout is not replayed")
+            return []
+    return fields
+
+
+def _iceberg_partitions(spark, relation, table, spec: list, schema: dict, where: str, notes: list) -> list | None:
+    """Each partition's values and rows, from the table's `partitions` metadata table (of
+    the current spec); None (with a note) when there are too many or a value cannot be
+    written."""
+    partitions = spark.table(relation_reference(relation) + ".`partitions`")
+    if "spec_id" in partitions.columns:
+        partitions = partitions.where(f"spec_id = {int(table.spec().specId())}")
+    rows = partitions.select("partition", "record_count").limit(MAX_PARTITIONS + 1).collect()
+    if len(rows) > MAX_PARTITIONS:
+        kept = "every bucket, rows spread evenly" if all(f.transform.name == "bucket" for f in spec) else \
+            "unpartitioned"
+        notes.append(f"{where} has more than {MAX_PARTITIONS:,} partitions: replayed as {kept}")
+        return None
+    out = []
+    for row in rows:
+        values = []
+        for spec_field in spec:
+            value = row["partition"][spec_field.name]
+            value = value.isoformat() if isinstance(value, dt.date) else value
+            transform = spec_field.transform
+            problem = partition_value_problem(transform, schema.get(transform.column), value)
+            if problem:
+                notes.append(f"{where}: a partition value of {spec_field.text} cannot be replayed ({problem}): "
+                             "its partition layout is not replayed")
+                return None
+            values.append(value)
+        out.append({"values": values, "rows": int(row["record_count"])})
+    return sorted(out, key=lambda p: [(v is None, str(v)) for v in p["values"]])
+
+
+def _iceberg_sort_order(table, where: str, notes: list) -> list[str]:
+    order = []
+    for part in table.sortOrder().fields():
+        column = str(table.schema().findColumnName(part.sourceId()))
+        if str(part.transform().toString()) != "identity":
+            notes.append(f"{where}'s sort order by {part.transform()}({column}) is not replayed")
+            return []
+        order.append(column if str(part.direction()) == "ASC" else f"{column} desc")
+    return order

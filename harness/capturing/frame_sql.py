@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from harness.capturing.catalog import RELATION_KINDS
+
 
 class PlanSqlError(Exception):
     """What in the plan cannot be written as SQL (one line)."""
@@ -45,8 +47,8 @@ def _expr_id(attribute) -> int:
 
 
 class Writer:
-    """One query's SQL; `relation_sql(node)` names a catalog relation (LogicalRelation or
-    HiveTableRelation) as the query should read it, and its alias."""
+    """One query's SQL; `relation_sql(node)` names a catalog relation (LogicalRelation,
+    HiveTableRelation or an Iceberg table's DataSourceV2Relation) as the query should read it, and its alias."""
 
     def __init__(self, spark, relation_sql: Callable):
         self._jvm = spark._jvm
@@ -101,7 +103,7 @@ class Writer:
             item = self._from(plan.child())
             item.refs = _renamed(plan, item.refs)
             return item
-        if kind in ("LogicalRelation", "HiveTableRelation"):
+        if kind in RELATION_KINDS:
             name, wanted = self._relation_sql(plan)
             alias = self._alias(wanted)
             refs = {_expr_id(a): (alias, str(a.name())) for a in _seq(plan.output())}
@@ -172,7 +174,7 @@ class Writer:
         if kind == "Union":
             return self._union(plan)
         if kind in ("Filter", "Distinct", "Sort", "GlobalLimit", "LocalLimit", "Repartition",
-                    "RepartitionByExpression", "Join", "ResolvedHint", "LogicalRelation", "HiveTableRelation"):
+                    "RepartitionByExpression", "Join", "ResolvedHint") + RELATION_KINDS:
             return self._over_child(plan, kind)
         raise PlanSqlError(f"a {kind} cannot be written as SQL by capture (supported: relations, views, "
                            "select, filter, join, aggregate, distinct, sort, limit, union, hints, repartition)")
@@ -245,7 +247,7 @@ class Writer:
         return f"SELECT {', '.join(columns)}\nFROM (\n{_indent(text)}\n) {alias}"
 
     def _over_child(self, plan, kind: str) -> tuple[str, dict]:
-        if kind in ("Join", "ResolvedHint", "LogicalRelation", "HiveTableRelation"):
+        if kind in ("Join", "ResolvedHint") + RELATION_KINDS:
             item = self._from(plan)
             columns, names = self._columns(plan, item, set())
             return f"SELECT {_hints(item.hints)}{', '.join(columns)}\nFROM {item.text}", names

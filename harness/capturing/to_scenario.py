@@ -23,8 +23,9 @@ import yaml
 from harness.capturing.catalog import (
     CapturedTable,
     CaptureError,
-    identifier,
     read_relations,
+    relation_key,
+    relation_reference,
 )
 from harness.capturing.frame_sql import PlanSqlError, frame_sql
 from harness.core.files import atomic_write_text
@@ -201,13 +202,12 @@ def _namers(tables: list) -> tuple:
     by_key = {t.key: t for t in tables}
 
     def scenario_name(node):
-        database, table = identifier(_relation_meta(node))
+        database, table = relation_key(node)
         name = by_key[database.lower(), table.lower()].name
         return name, name
 
     def catalog_name(node):
-        database, table = identifier(_relation_meta(node))
-        return f"`{database}`.`{table}`", table
+        return relation_reference(node), relation_key(node)[1]
 
     return scenario_name, catalog_name
 
@@ -219,21 +219,17 @@ def _frame_sql(spark, plan, namer, where: str) -> str:
         raise CaptureError(f"{where}: {exc}") from None
 
 
-def _relation_meta(node):
-    if node.getClass().getSimpleName() == "HiveTableRelation":
-        return node.tableMeta()
-    return node.catalogTable().get()
-
-
 def _join_summary(frame, names: dict) -> list:
     plan = jvm_plans.current_plan(checksum_frame(frame))
     return [(j.strategy, j.build_side, j.tables) for j in jvm_plans.join_nodes(plan, names)]
 
 
 def _analyze(spark, tables: list) -> str:
-    for table in [t for t in tables if t.view_sql is None]:
+    """ANALYZE on the session catalog's tables; an Iceberg table's row counts are its
+    metadata's already (Spark's ANALYZE TABLE does not take a V2 table)."""
+    for table in [t for t in tables if t.view_sql is None and t.iceberg is None]:
         spark.sql(f"ANALYZE TABLE `{table.database}`.`{table.table}` COMPUTE STATISTICS FOR ALL COLUMNS")
-    return "ran ANALYZE TABLE ... COMPUTE STATISTICS FOR ALL COLUMNS on every table first"
+    return "ran ANALYZE TABLE ... COMPUTE STATISTICS FOR ALL COLUMNS on every table of the session catalog first"
 
 
 def _write(spark, data: dict, out, scenario_id: str, where: str, notes: list, tables: list,
@@ -269,8 +265,7 @@ def _scenario(spark, frame, tables, sql, scenario_id, where) -> dict:
     ordered = [t for t in tables if t.view_sql is None] + [t for t in tables if t.view_sql is not None]
     specs = {}
     for table in ordered:
-        specs[table.name] = {"sql": table.view_sql} if table.view_sql is not None else \
-            {"schema": table.schema, "stats": table.stats, **({"bucket_by": table.bucket_by} if table.bucket_by else {})}
+        specs[table.name] = {"sql": table.view_sql} if table.view_sql is not None else _table_spec(table)
     plan = jvm_plans.current_plan(checksum_frame(frame))
     names = {t.table.lower(): t.name for t in tables}
     joins = [j.to_dict() for j in jvm_plans.join_nodes(plan, names)]
@@ -278,6 +273,7 @@ def _scenario(spark, frame, tables, sql, scenario_id, where) -> dict:
     if joins:
         expect["joins"] = [{"strategy": j["strategy"], "build_side": j["build_side"],
                             **({"tables": j["tables"]} if j.get("tables") else {})} for j in joins]
+        expect.update(_layout_expectations(joins[0], tables))
     else:
         expect["strategy"] = "none"
     data = {"id": scenario_id,
@@ -291,6 +287,32 @@ def _scenario(spark, frame, tables, sql, scenario_id, where) -> dict:
     return data
 
 
+def _layout_expectations(top: dict, tables: list) -> dict:
+    """Over bucketed or partitioned Iceberg tables, what their layout decided for the top
+    join: the exchanges below each side, and whether each side's Iceberg scans were read
+    grouped by partition (a storage-partitioned join)."""
+    if not any(t.bucket_by or (t.iceberg or {}).get("partition_by") for t in tables) or not top.get("shuffles"):
+        return {}
+    out = {"shuffles": dict(top["shuffles"])}
+    grouped = {}
+    for side, scans in (top.get("scans") or {}).items():
+        v2 = [scan for scan in scans or [] if scan.get("key_grouped") is not None]
+        if v2:
+            grouped[side] = all(scan["key_grouped"] for scan in v2)
+    if grouped:
+        out["key_grouped"] = grouped
+    return out
+
+
+def _table_spec(table: CapturedTable) -> dict:
+    """A statistics-only table: schema and statistics, and the layout a join's shuffles
+    depend on (a bucket spec; an Iceberg table's partition spec and partitions)."""
+    if table.iceberg is not None:
+        layout = dict(table.iceberg)
+        return {"format": layout.pop("format"), "schema": table.schema, "stats": table.stats, **layout}
+    return {"schema": table.schema, "stats": table.stats, **({"bucket_by": table.bucket_by} if table.bucket_by else {})}
+
+
 def session_join_conf(spark) -> dict:
     """The configs the session set explicitly that a scenario may set (harness.scenario.confs
     and this Spark's registry: runtime, typed or vetted, a value its converter takes)."""
@@ -300,6 +322,10 @@ def session_join_conf(spark) -> dict:
     registry = conf_registry.registry_of(spark)
     out = {}
     for key in sorted(values):
+        if key in confs.ICEBERG_CONFS:  # Iceberg's own booleans: not in Spark's registry
+            if str(values[key]).strip().lower() in ("true", "false"):
+                out[key] = str(values[key]).strip().lower() == "true"
+            continue
         declared = registry.declared(key) if key.startswith("spark.sql.") else None
         if declared is None or declared.static or key in confs.DATA_CONFS:
             continue

@@ -15,6 +15,8 @@ from __future__ import annotations
 import copy
 import re
 
+from harness.scenario.tables import partition_spec
+
 DEFAULT_MAX_ROWS = 1_000_000
 KEPT_DISTINCT = 1000
 LONG_MAX = 2 ** 63 - 1
@@ -36,21 +38,59 @@ def twin_data(data: dict) -> dict | None:
     twin["id"] = data["id"] + SUFFIX
     twin["description"] = f"Synthetic twin of {data['id']} (scale {spec['scale']}): {data['description']}"
     # `stats` belongs to statistics-only tables alone (the contract's table kinds)
-    twin["tables"] = {name: (generated(table, spec["scale"], spec.get("max_rows", DEFAULT_MAX_ROWS))
-                             | iceberg_layout(table) if "stats" in table else table)
+    twin["tables"] = {name: (iceberg_twin(table, generated(table, spec["scale"], spec.get("max_rows", DEFAULT_MAX_ROWS)))
+                             if "stats" in table else table)
                       for name, table in data["tables"].items()}
     twin["expect"] = {}
     return twin
 
 
-def iceberg_layout(table: dict) -> dict:
+def iceberg_twin(table: dict, twin: dict) -> dict:
     """A statistics-only Iceberg table's twin is an Iceberg table written with the same
-    partition spec, sort order and properties (its rows fall into the partitions their
-    values give, not the listed ones)."""
+    partition spec, sort order and properties; a column under a listed partition's
+    identity, truncate, days, months or years transform takes the listed partitions'
+    values, weighted by their rows, so the twin's rows fall into those partitions (a
+    bucket is a hash: its column keeps its generated keys)."""
     if table.get("format") != "iceberg":
-        return {}
-    return {"materialize": "catalog", "format": "iceberg",
-            **{key: table[key] for key in ("partition_by", "sort_by", "properties") if key in table}}
+        return twin
+    layout = {"materialize": "catalog", "format": "iceberg",
+              **{key: table[key] for key in ("partition_by", "sort_by", "properties") if key in table}}
+    for column, values in _partition_columns(table).items():
+        twin["columns"][column] = values
+    return {**twin, **layout}
+
+
+def _partition_columns(table: dict) -> dict:
+    """column → a `values` generator made from the listed partitions."""
+    out = {}
+    listed = table.get("partition_values") or []
+    schema = {name: _type_of(value) for name, value in table["schema"].items()}
+    for i, transform in enumerate(partition_spec(table)):
+        if transform.name not in ("identity", "truncate", "days", "months", "years") or not listed:
+            continue
+        rows: dict = {}
+        for partition in listed:
+            value = _column_value(transform.name, partition["values"][i])
+            rows[value] = rows.get(value, 0) + partition["rows"]
+        nulls = rows.pop(None, 0)
+        heaviest = sorted(rows.items(), key=lambda item: -item[1])[:KEPT_DISTINCT]
+        if not heaviest or not sum(weight for _, weight in heaviest):
+            continue
+        column = {"values": [value for value, _ in heaviest], "weights": [weight for _, weight in heaviest],
+                  "type": schema[transform.column]}
+        if nulls:
+            column["nulls"] = nulls / (nulls + sum(rows.values()))
+        out[transform.column] = column
+    return out
+
+
+def _column_value(transform: str, value):
+    """A value of the column that falls into the partition (`value` as listed)."""
+    if value is None or transform in ("identity", "truncate", "days"):
+        return value
+    if transform == "years":
+        return f"{1970 + value:04d}-01-01"
+    return f"{1970 + value // 12:04d}-{value % 12 + 1:02d}-01"  # months
 
 
 def distinct_kept(distinct: int, scale: float) -> int:

@@ -216,6 +216,24 @@ def test_a_statistics_only_iceberg_tables_twin_keeps_its_layout():
     assert "partition_values" not in twin and twin["rows"] == 1000
 
 
+def test_a_twins_partition_columns_take_the_listed_partitions_values():
+    from harness.scenario.twin import twin_data
+    table = {"format": "iceberg", "schema": {"k": "long", "day": "date", "month": "date", "region": "string"},
+             "stats": {"rows": 1000, "size_bytes": 8000},
+             "partition_by": ["bucket(4, k)", "days(day)", "months(month)", "region"],
+             "partition_values": [{"values": [0, "2026-11-01", 682, "eu"], "rows": 700},
+                                  {"values": [1, "2026-11-02", 683, None], "rows": 200},
+                                  {"values": [1, "2026-11-01", 683, "us"], "rows": 100}]}
+    twin = twin_data({"id": "s", "description": "d", "synthetic": {"scale": 1.0}, "tables": {"a": table},
+                      "join": {}, "expect": {}})["tables"]["a"]
+    columns = twin["columns"]
+    assert columns["day"] == {"values": ["2026-11-01", "2026-11-02"], "weights": [800, 200], "type": "date"}
+    # months since 1970: 682 is November 2026
+    assert columns["month"] == {"values": ["2026-11-01", "2026-12-01"], "weights": [700, 300], "type": "date"}
+    assert columns["region"] == {"values": ["eu", "us"], "weights": [700, 100], "type": "string", "nulls": 0.2}
+    assert "values" not in columns["k"]  # a bucket is a hash: the column keeps its keys
+
+
 def test_only_vetted_iceberg_configs_may_be_set(write_scenario):
     with_conf = ICEBERG_A + "spark_conf:\n  spark.sql.iceberg.planning.preserve-data-grouping: true\n"
     from harness.scenario.model import load_scenario
