@@ -13,6 +13,7 @@ import re
 from packaging.specifiers import SpecifierSet
 
 from harness.core.records import BYTE_UNITS, UNAVAILABLE, Observation, SparkError
+from harness.core.rows import normalize_rows
 from harness.core.vocab import (
     JOIN_TYPES,
     describe_join,
@@ -20,7 +21,6 @@ from harness.core.vocab import (
     normalize_strategy,
     spark_version,
 )
-from harness.core.rows import normalize_rows
 from harness.scenario.model import Case
 from harness.scenario.tables import as_hint_list, hint_name
 

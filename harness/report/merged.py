@@ -13,7 +13,12 @@ from pathlib import Path
 
 from harness.core.files import atomic_write_text
 from harness.core.vocab import describe_join, version_sort_key
-from harness.observe.describe import conf_bytes, expectation_words, stream_step_lines, undefined_conf_words
+from harness.observe.describe import (
+    conf_bytes,
+    expectation_words,
+    stream_step_lines,
+    undefined_conf_words,
+)
 from harness.report import diff
 from harness.report.pages import jinja_env, script_json
 from harness.report.plan_pictures import PlanPictures

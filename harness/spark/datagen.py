@@ -33,7 +33,13 @@ from harness.scenario.tables import (
     transform_fits,
 )
 from harness.spark import iceberg
-from harness.spark.stats_only import empty_frame, spark_type, stats_only_table, struct_type, with_layout
+from harness.spark.stats_only import (
+    empty_frame,
+    spark_type,
+    stats_only_table,
+    struct_type,
+    with_layout,
+)
 
 TWO_53 = 9007199254740992
 POOL_SEPARATOR = "\u0001"

@@ -17,7 +17,13 @@ from __future__ import annotations
 from harness.core.vocab import JOIN_TYPES
 from harness.scenario import confs
 from harness.scenario.model import Case, Scenario
-from harness.scenario.tables import as_hint_list, derived_inputs, hint_name, is_derived, is_iceberg
+from harness.scenario.tables import (
+    as_hint_list,
+    derived_inputs,
+    hint_name,
+    is_derived,
+    is_iceberg,
+)
 from harness.spark import datagen
 from harness.spark.query import build_query
 from harness.spark.sql_trees import relation_names

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.scenario.tables import default_partitions, partition_spec, partition_text, sort_order
+from harness.scenario.tables import (
+    default_partitions,
+    partition_spec,
+    partition_text,
+    sort_order,
+)
 from harness.spark.jvm_packages import Coordinate
 
 CATALOG = "harness_iceberg"
