@@ -253,7 +253,9 @@ COORDINATE = jvm_packages.Coordinate("org.apache.iceberg", "iceberg-spark-runtim
 def _jar_bytes(marker: bytes = b"") -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("org/apache/iceberg/spark/SparkCatalog.class", b"\xca\xfe\xba\xbe" + marker)
+        # a fixed time: the same bytes on every call (writestr with a name stamps the clock's)
+        entry = zipfile.ZipInfo("org/apache/iceberg/spark/SparkCatalog.class", date_time=(2026, 1, 1, 0, 0, 0))
+        archive.writestr(entry, b"\xca\xfe\xba\xbe" + marker)
     return buffer.getvalue()
 
 
