@@ -130,13 +130,28 @@ class ConnectSession(Session):
         return True  # no JVM of ours to forget
 
     def cannot_run(self, case) -> str | None:
-        from harness.scenario.tables import is_stats_only
+        from harness.scenario.tables import is_stats_only, uses_iceberg
+        from harness.spark import iceberg
         data = case.scenario.data
+        if uses_iceberg(data) and iceberg.runtime_for(self.versions["spark"]) is None:
+            return iceberg.not_available(self.versions["spark"])
+        if uses_iceberg(data) and not self._has_iceberg_catalog():
+            return (f"{NOT_RUN}: the Spark Connect server {self.master} has no Iceberg catalog "
+                    f"`{iceberg.CATALOG}` (make connect-test starts its server with one)")
         if any(is_stats_only(spec) for spec in data["tables"].values()):
             return CANNOT_RUN["statistics"]
         if any(isinstance(value, dict) for value in case.spark_conf.values()):
             return CANNOT_RUN["estimate_of"]
         return None
+
+    def _has_iceberg_catalog(self) -> bool:
+        from harness.spark import iceberg
+        if not hasattr(self, "_iceberg_catalog"):
+            try:
+                self._iceberg_catalog = bool(self.spark.conf.get(f"spark.sql.catalog.{iceberg.CATALOG}", None))
+            except Exception:
+                self._iceberg_catalog = False
+        return self._iceberg_catalog
 
     # Configs: the whole set in one GetAll call (what the session set; unset keys are absent).
     def _confs_unchanged(self) -> bool:

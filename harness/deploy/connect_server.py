@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.core.files import ROOT
 from harness.core.options import RunOptions
 from harness.core.records import NOT_RUN
 from harness.deploy.cluster import (
@@ -41,7 +42,8 @@ from harness.deploy.cluster import (
 from harness.deploy.connect import NOT_OBSERVABLE
 from harness.observe.printed_plans import bytes_text
 from harness.report.diff import UNSEEN
-from harness.spark import jvm_packages
+from harness.scenario.tables import declares_iceberg
+from harness.spark import iceberg, jvm_packages
 from harness.spark.jvm_packages import Coordinate
 from harness.spark.session import NOTHING_MATCHES, ensure_java
 
@@ -95,8 +97,27 @@ def server_conf(port: int, workdir: Path) -> dict:
     # estimates are read from the printed plan, and Faker pools would cut it before its joins.
 
 
+def iceberg_catalog(workdir: Path, options: RunOptions | None = None) -> tuple[list[Path], dict]:
+    """(jars, confs) giving the server the worker sessions' Iceberg catalog, when the
+    installed Spark has an Iceberg runtime and it can be fetched (else none: those cases
+    then say they cannot run through this server)."""
+    import pyspark
+    coordinate = iceberg.runtime_for(pyspark.__version__)
+    if coordinate is None:
+        return [], {}
+    options = options or RunOptions.from_env()
+    try:
+        jar = jvm_packages.ensure_jar(coordinate, jvm_packages.cache_of(options), options.maven_repository)
+    except jvm_packages.PackageUnavailable:
+        return [], {}
+    confs = iceberg.session_confs(jar, workdir / "iceberg")
+    confs.pop("spark.jars")
+    return [jar], confs
+
+
 class ConnectServer(LocalDaemons):
-    def __init__(self, master: str = "local[2]", driver_memory: str = "4g", log=print):
+    def __init__(self, master: str = "local[2]", driver_memory: str = "4g", log=print, iceberg: bool = False):
+        self.iceberg = iceberg
         self.master = master
         self.driver_memory = driver_memory
         self.log = log
@@ -118,10 +139,13 @@ class ConnectServer(LocalDaemons):
         args = [str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", self.master,
                 "--driver-memory", self.driver_memory,
                 "--driver-java-options", RunOptions.driver_jvm_flags, "--name", f"join-harness-connect-{self.port}"]
-        for key, value in server_conf(self.port, self.dir).items():
+        jars, iceberg_confs = iceberg_catalog(self.dir) if self.iceberg else ([], {})
+        for key, value in {**server_conf(self.port, self.dir), **iceberg_confs}.items():
             args += ["--conf", f"{key}={value}"]
         if jar != server_jar():  # fetched: spark-submit of 3.4/3.5 loads the server class from --jars only
-            args += ["--jars", str(jar)]
+            jars.append(jar)
+        if jars:
+            args += ["--jars", ",".join(map(str, jars))]
         log = open(self.dir / "server.log", "wb")
         self.proc = subprocess.Popen([*args, str(jar)], env=env, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True, cwd=self.dir)
@@ -217,7 +241,8 @@ def main(report_dir: str = "reports", extra: list[str] | None = None) -> int:
         return 2
 
     def run_through_connect(folder: str) -> int:
-        with ConnectServer() as server:
+        # the Iceberg runtime only when the suite declares Iceberg tables, as for a local run
+        with ConnectServer(iceberg=declares_iceberg([ROOT / "scenarios"])) as server:
             return run_suite(folder, [*extra, "--spark-remote", server.url])
 
     return against_local(report_dir, extra, "connect", run_through_connect, compare,

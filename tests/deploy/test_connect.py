@@ -258,3 +258,31 @@ def test_a_client_that_cannot_interrupt_is_refused_in_one_line(monkeypatch):
     monkeypatch.setattr("pyspark.__version__", "3.4.0")
     message = unsupported_client()
     assert message.startswith("a PySpark 3.4.0 Spark Connect client cannot interrupt a query") and "\n" not in message
+
+
+def test_iceberg_cases_through_connect_need_a_runtime_and_a_server_with_the_catalog(write_scenario, tmp_path,
+                                                                                      monkeypatch):
+    """Through Connect the tables are written by the server: an Iceberg case runs only on
+    a version with a runtime and a server started with the catalog (connect-test starts
+    its own with one, as a local run loads it: only for a suite that declares Iceberg)."""
+    from types import SimpleNamespace
+
+    from harness.core.options import RunOptions
+    from harness.deploy import connect_server
+    from harness.deploy.connect import ConnectSession
+    from harness.scenario.model import expand, load_scenario
+    from tests.spark.test_iceberg import ICEBERG_A
+    (case,) = expand(load_scenario(write_scenario(ICEBERG_A)))
+    session = SimpleNamespace(versions={"spark": "4.3.0"}, master="sc://127.0.0.1:1")
+    assert ConnectSession.cannot_run(session, case) == "not available on Spark 4.3 (no Iceberg runtime)"
+    session = SimpleNamespace(versions={"spark": "3.5.9"}, master="sc://127.0.0.1:1",
+                              _has_iceberg_catalog=lambda: False)
+    assert "has no Iceberg catalog `harness_iceberg`" in ConnectSession.cannot_run(session, case)
+    session._has_iceberg_catalog = lambda: True
+    assert ConnectSession.cannot_run(session, case) is None
+    # the server's catalog: the runtime of the installed Spark, when it has one
+    monkeypatch.setattr("pyspark.__version__", "4.3.0")
+    assert connect_server.iceberg_catalog(tmp_path) == ([], {})
+    monkeypatch.setattr("pyspark.__version__", "3.5.9")
+    empty = RunOptions(jar_cache=str(tmp_path / "jars"), maven_repository=(tmp_path / "empty").as_uri())
+    assert connect_server.iceberg_catalog(tmp_path, empty) == ([], {})  # cannot be fetched: cases say so
