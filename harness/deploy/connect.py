@@ -48,6 +48,8 @@ CANNOT_RUN = {
                   "injected into the catalog through the JVM",
     "estimate_of": f"{NOT_RUN}: a config is sized by an exact estimate, and Connect "
                    "prints estimates rounded (e.g. 878.9 KiB)",
+    "iceberg_sort_order": f"{NOT_RUN}: an Iceberg table's sort order is set through Iceberg's Java "
+                          "API (its SQL needs Iceberg's session extensions, which the harness does not load)",
 }
 # How long the client retries a server that does not answer before the case fails.
 CLIENT_RETRIES = {"max_retries": 3, "initial_backoff": 200, "max_backoff": 2000, "backoff_multiplier": 2.0}
@@ -130,7 +132,7 @@ class ConnectSession(Session):
         return True  # no JVM of ours to forget
 
     def cannot_run(self, case) -> str | None:
-        from harness.scenario.tables import is_stats_only, uses_iceberg
+        from harness.scenario.tables import is_iceberg, is_stats_only, uses_iceberg
         from harness.spark import iceberg
         data = case.scenario.data
         if uses_iceberg(data) and iceberg.runtime_for(self.versions["spark"]) is None:
@@ -138,6 +140,8 @@ class ConnectSession(Session):
         if uses_iceberg(data) and not self._has_iceberg_catalog():
             return (f"{NOT_RUN}: the Spark Connect server {self.master} has no Iceberg catalog "
                     f"`{iceberg.CATALOG}` (make connect-test starts its server with one)")
+        if any(is_iceberg(spec) and spec.get("sort_by") for spec in data["tables"].values()):
+            return CANNOT_RUN["iceberg_sort_order"]
         if any(is_stats_only(spec) for spec in data["tables"].values()):
             return CANNOT_RUN["statistics"]
         if any(isinstance(value, dict) for value in case.spark_conf.values()):

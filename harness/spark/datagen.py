@@ -451,7 +451,7 @@ def _check_iceberg_columns(name: str, spec: dict, columns: dict) -> None:
 
 def _iceberg_exists(spark, table: str) -> bool:
     try:  # Catalog.tableExists takes multi-part names only from Spark 3.4
-        spark.table(table)
+        spark.table(table).schema  # analysed now: through Spark Connect a frame is analysed lazily
         return True
     except Exception:
         return False

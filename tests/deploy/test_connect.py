@@ -280,6 +280,9 @@ def test_iceberg_cases_through_connect_need_a_runtime_and_a_server_with_the_cata
     assert "has no Iceberg catalog `harness_iceberg`" in ConnectSession.cannot_run(session, case)
     session._has_iceberg_catalog = lambda: True
     assert ConnectSession.cannot_run(session, case) is None
+    (sorted_case,) = expand(load_scenario(write_scenario(ICEBERG_A.replace(
+        "    format: iceberg\n", "    format: iceberg\n    sort_by: [k]\n"), name="sorted.yaml")))
+    assert "sort order is set through Iceberg's Java API" in ConnectSession.cannot_run(session, sorted_case)
     # the server's catalog: the runtime of the installed Spark, when it has one
     monkeypatch.setattr("pyspark.__version__", "4.3.0")
     assert connect_server.iceberg_catalog(tmp_path) == ([], {})
