@@ -411,8 +411,8 @@ def not_checkable(expected: dict, observed: Observation) -> list[str]:
                                           for view in _checked_views(expected, observed)):
         out.append("shuffles")
     for key in ("bucketed_scan", "key_grouped", "dynamic_pruning"):
-        if key in expected and any(view.joins and view.joins[0].get("scans") is None
-                                   for view in _checked_views(expected, observed)):
+        if key in expected and (key in gone or any(view.joins and view.joins[0].get("scans") is None
+                                                   for view in _checked_views(expected, observed))):
             out.append(key)
     final_checked = plan_mode in ("final", "both") and any(k in expected for k in ("strategy", "build_side", "joins"))
     if final_checked and observed.final is None and "final" in gone:

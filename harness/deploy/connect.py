@@ -40,6 +40,8 @@ NOT_OBSERVABLE = {
     "model": "the join-selection model reads equi keys and orderability from the JVM's logical join",
     "runtime": "AQE's run-time statistics of query stages are not in Connect's plan metrics",
     "operators": "operator counts are read from the JVM's plan classes; Connect prints other names",
+    "key_grouped": "whether Spark used a V2 scan's partitioning is read from the JVM's plan "
+                   "(KeyGroupedPartitioning); the printed plan does not say it",
 }
 # Also per node: a final plan's shuffled hash join has build side `unavailable` (not in
 # the plan metrics); a result sent without plan metrics has no final plan (`final`).

@@ -206,6 +206,19 @@ def test_what_a_deployment_cannot_see_is_not_checkable_never_passed():
     assert len(expect.compare(far, printed)) == 2
 
 
+def test_whether_a_v2_scan_was_key_grouped_is_not_checkable_through_connect():
+    node = {"strategy": "SortMergeJoin", "build_side": "none", "shuffles": {"left": 0, "right": 0},
+            "scans": {"left": [{"table": "a", "bucketed": False}], "right": [{"table": "b", "bucketed": False}]}}
+    gone = Observation.from_json({"initial": {"joins": [node]}, "unavailable": ["warnings", "key_grouped"]})
+    want = {"plan": "initial", "strategy": "SortMergeJoin", "shuffles": {"left": 0, "right": 0},
+            "key_grouped": {"left": True, "right": True}}
+    assert expect.not_checkable(want, gone) == ["key_grouped"]
+    assert expect.compare(want, gone) == []  # shuffles still checked:
+    assert expect.compare({**want, "shuffles": {"left": 1, "right": 0}}, gone)
+    seen = Observation.from_json({"initial": {"joins": [node]}})  # locally the missing grouping fails
+    assert expect.compare(want, seen)
+
+
 def test_no_final_plan_from_the_server_is_not_checkable():
     none = observed(unavailable=["warnings", "final"])
     assert expect.not_checkable({"plan": "both", "strategy": "BroadcastHashJoin"}, none) == ["final plan"]
