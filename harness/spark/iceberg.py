@@ -9,6 +9,7 @@ Iceberg SQL syntax), so scenario SQL parses and plans as it does without Iceberg
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from harness.scenario.tables import (
@@ -67,7 +68,11 @@ def session_confs(jar: Path, warehouse: Path) -> dict:
 
 
 def table_name(catalog_name: str) -> str:
-    return f"{CATALOG}.{NAMESPACE}.{catalog_name}"
+    """The table in this process's own namespace. Through Spark Connect every worker's
+    session shares the server's catalog, and an Iceberg table is visible as soon as it is
+    created, before its rows are committed: a worker must never read another's table
+    while that one writes it."""
+    return f"{CATALOG}.{NAMESPACE}_{os.getpid()}.{catalog_name}"
 
 
 def _create(spark, name: str, schema, spec: dict, properties: dict) -> None:
