@@ -27,6 +27,7 @@ from harness.scenario.tables import (
     bucket_combinations,
     column_type,
     hint_name,
+    iceberg_column_problems,
     is_derived,
     is_iceberg,
     is_literal,
@@ -36,10 +37,8 @@ from harness.scenario.tables import (
     partition_spec,
     partition_text,
     partition_value_problem,
-    sort_order,
     stats_bound_kind,
     table_columns,
-    transform_fits,
 )
 
 
@@ -518,28 +517,20 @@ def _check_iceberg_layout(at: Where, where: tuple, name: str, table: dict) -> No
     if "bucket_by" in table:
         raise at.error(where + ("bucket_by",), "an Iceberg table is bucketed by its partition spec: write "
                        "`partition_by: [\"bucket(N, column)\"]`")
-    # a derived table's columns are Spark's to say: checked when it is built (harness.spark.datagen)
-    columns = None if is_derived(table) else list(table.get("columns") or table.get("schema") or {})
     for i, text in enumerate(table.get("partition_by") or []):
         try:
-            transform = parse_transform(text)
+            parse_transform(text)
         except ValueError as exc:
             raise at.error(where + ("partition_by", i), str(exc)) from None
-        if columns is None:
-            continue
-        if transform.column not in columns:
-            raise at.error(where + ("partition_by", i), f"'{transform.column}' is not a column of table "
-                           f"'{name}'{did_you_mean(transform.column, columns)}")
-        type_name = column_type(table, transform.column)
-        if not transform_fits(transform, type_name):
-            raise at.error(where + ("partition_by", i), f"Iceberg's {transform.name} transform does not apply to "
-                           f"column '{transform.column}' of type {type_name}")
+    if not is_derived(table):  # a derived table's columns are Spark's to say: checked when it is built
+        names = list(table.get("columns") or table.get("schema") or {})
+        typed = {column: column_type(table, column) for column in names}
+        problems = iceberg_column_problems(table, typed, lambda c: f"table '{name}'{did_you_mean(c, names)}")
+        if problems:
+            field, message = problems[0]
+            raise at.error(where + field, message)
     if is_stats_only(table):
         _check_iceberg_stats(at, where, table)
-    for i, (column, _) in enumerate(sort_order(table)):
-        if columns is not None and column not in columns:
-            raise at.error(where + ("sort_by", i), f"'{column}' is not a column of table '{name}'"
-                           f"{did_you_mean(column, columns)}")
     for key, value in (table.get("properties") or {}).items():
         if key not in ICEBERG_PROPERTIES:
             raise at.error(where + ("properties", key), f"table property '{key}' may not be set from a scenario "

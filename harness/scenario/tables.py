@@ -186,6 +186,25 @@ def sort_order(table: dict) -> list[tuple[str, bool]]:
     return out
 
 
+def iceberg_column_problems(table: dict, columns: dict, hint) -> list[tuple[tuple, str]]:
+    """(field path, message) for each partition or sort column of an Iceberg table that is
+    not among `columns` (name → type; None: unknown), or whose type its transform does not
+    take. `hint(column)` names the table in the message about a missing column. One rule for a file's
+    tables (at collection) and a derived table's (once Spark has said its columns)."""
+    problems = []
+    for i, transform in enumerate(partition_spec(table)):
+        if transform.column not in columns:
+            problems.append((("partition_by", i), f"'{transform.column}' is not a column of "
+                                                  f"{hint(transform.column)}"))
+        elif not transform_fits(transform, columns[transform.column]):
+            problems.append((("partition_by", i), f"Iceberg's {transform.name} transform does not apply to column "
+                                                  f"'{transform.column}' of type {columns[transform.column]}"))
+    for i, (column, _) in enumerate(sort_order(table)):
+        if column not in columns:
+            problems.append((("sort_by", i), f"'{column}' is not a column of {hint(column)}"))
+    return problems
+
+
 # ---- a statistics-only Iceberg table's partitions (harness.spark.iceberg writes them as
 # files that exist in its metadata only)
 

@@ -24,13 +24,11 @@ from harness.core.files import atomic_write_text
 from harness.scenario.checks import HEAVY_PROVIDERS
 from harness.scenario.model import stable_seed
 from harness.scenario.tables import (
+    iceberg_column_problems,
     is_iceberg,
     is_literal,
     is_stats_only,
     literal_schema,
-    partition_spec,
-    sort_order,
-    transform_fits,
 )
 from harness.spark import iceberg
 from harness.spark.stats_only import (
@@ -425,28 +423,30 @@ def derived_iceberg_table(spark, seed: int, name: str, lineage: dict, data_conf:
     """A derived table's rows written once per worker into an Iceberg table: `build()`
     makes its frame, only when the table is not there yet. Named by the specs of the table
     and of every table it is made from (`lineage`), and the configs that shape values."""
+    key = (id(spark), table_fingerprint(seed, name, lineage, data_conf))
+    if key in _TABLES:  # every run of a case asks again: the catalog is asked once per worker
+        return _TABLES[key]
     _iceberg_catalog_ready(spark)
     spec = lineage[name]
     table = iceberg.table_name(catalog_table_name(seed, name, lineage, data_conf))
-    if _iceberg_exists(spark, table):
-        return spark.table(table)
-    frame = build()
-    _check_iceberg_columns(name, spec, {f.name: f.dataType.simpleString() for f in frame.schema.fields})
-    return _catalog_table(spark, table, frame, None, spec)
+    if not _iceberg_exists(spark, table):
+        frame = build()
+        _check_iceberg_columns(name, spec, {f.name: f.dataType.simpleString() for f in frame.schema.fields})
+        _catalog_table(spark, table, frame, None, spec)
+    if len(_TABLES) >= _TABLES_LIMIT:
+        forget_tables()
+    _TABLES[key] = spark.table(table)
+    return _TABLES[key]
 
 
 def _check_iceberg_columns(name: str, spec: dict, columns: dict) -> None:
     """A derived table's partition and sort columns, once Spark has said what its columns
     are (a generated table's were checked at collection: harness.scenario.checks)."""
-    named = [(f"partition_by[{i}]", t.column, t) for i, t in enumerate(partition_spec(spec))]
-    named += [(f"sort_by[{i}]", column, None) for i, (column, _) in enumerate(sort_order(spec))]
-    for field, column, transform in named:
-        if column not in columns:
-            raise DataGenError(f"tables.{name}.{field}: '{column}' is not a column of derived table '{name}' "
-                               f"(its columns: {', '.join(columns)})")
-        if transform is not None and not transform_fits(transform, columns[column]):
-            raise DataGenError(f"tables.{name}.{field}: Iceberg's {transform.name} transform does not apply to "
-                               f"column '{column}' of type {columns[column]}")
+    problems = iceberg_column_problems(spec, columns, lambda _: f"derived table '{name}' (its columns: "
+                                                                f"{', '.join(columns)})")
+    if problems:
+        (field, index), message = problems[0]
+        raise DataGenError(f"tables.{name}.{field}[{index}]: {message}")
 
 
 def _iceberg_exists(spark, table: str) -> bool:

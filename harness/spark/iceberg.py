@@ -10,6 +10,7 @@ Iceberg SQL syntax), so scenario SQL parses and plans as it does without Iceberg
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from harness.scenario.tables import (
@@ -77,13 +78,31 @@ def table_name(catalog_name: str) -> str:
 
 def _create(spark, name: str, schema, spec: dict, properties: dict) -> None:
     """CREATE TABLE with the spec's partition transforms and the given properties: the
-    columns from a parsed schema, the transforms and properties checked at collection."""
-    columns = ", ".join(f"`{field.name}` {field.dataType.simpleString()}" for field in schema.fields)
+    columns from a parsed schema, the transforms and properties checked at collection. A
+    derived table's column names are Spark's answer to the file's SQL: each is quoted,
+    and a type whose text could carry more than a type (a struct's field names) must be
+    plain identifiers throughout."""
+    columns = ", ".join(f"{quoted(field.name)} {_type_text(field)}" for field in schema.fields)
     spec_sql = ", ".join(transform.sql() for transform in partition_spec(spec))
     props_sql = ", ".join(f"'{k}'='{v}'" for k, v in sorted(properties.items()))
     spark.sql(f"CREATE TABLE {name} ({columns}) USING iceberg"
               + (f" PARTITIONED BY ({spec_sql})" if spec_sql else "")
               + (f" TBLPROPERTIES ({props_sql})" if props_sql else ""))
+
+
+def quoted(identifier: str) -> str:
+    return "`" + identifier.replace("`", "``") + "`"
+
+
+_PLAIN_TYPE = re.compile(r"^[A-Za-z0-9_<>:,()]+$")
+
+
+def _type_text(field) -> str:
+    text = field.dataType.simpleString()
+    if not _PLAIN_TYPE.match(text):
+        raise ValueError(f"column {field.name!r} has type {text[:80]!r}, whose field names an Iceberg table written "
+                         "by the harness cannot carry (letters, digits and _ only)")
+    return text
 
 
 def write_table(spark, name: str, df, spec: dict) -> None:

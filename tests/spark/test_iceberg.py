@@ -323,3 +323,50 @@ def test_a_spark_without_a_runtime_reports_iceberg_cases_not_available(pytester,
     records = json.loads((pytester.path / "out" / spark / "results.json").read_text())["cases"]
     assert [r["status"] for r in records] == ["skipped", "skipped"]
     assert all(r["message"] == iceberg.not_available(spark) for r in records)
+
+
+class _RecordingSpark:
+    """Stands in for a session: records SQL text and table lookups, knows one config."""
+
+    def __init__(self):
+        self.statements, self.lookups = [], []
+        self.conf = type("Conf", (), {"get": staticmethod(lambda key, default=None: "SparkCatalog")})()
+
+    def sql(self, text):
+        self.statements.append(text)
+
+    def table(self, name):
+        self.lookups.append(name)
+        return type("Frame", (), {"schema": None, "name": name})()
+
+
+def test_a_derived_tables_column_names_cannot_write_ddl():
+    """A derived table's column names are Spark's answer to the file's SQL (`AS` anything):
+    quoted, never text of the CREATE TABLE; a nested field name that could carry DDL is
+    refused."""
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+    hostile = "x` bigint) USING iceberg LOCATION '/tmp/elsewhere' --"
+    spark = _RecordingSpark()
+    iceberg._create(spark, "harness_iceberg.scenario_1.t", StructType([StructField(hostile, LongType())]),
+                    {"partition_by": ["bucket(4, k)"]}, {})
+    (statement,) = spark.statements
+    assert "(`x`` bigint) USING iceberg LOCATION '/tmp/elsewhere' --` bigint) USING iceberg PARTITIONED BY" in statement
+    nested = StructType([StructField("s", StructType([StructField("a:int> ) LOCATION '/x' --", IntegerType())]))])
+    with pytest.raises(ValueError, match="whose field names an Iceberg table written by the harness cannot carry"):
+        iceberg._create(_RecordingSpark(), "harness_iceberg.scenario_1.t", nested, {}, {})
+
+
+def test_a_derived_iceberg_table_is_looked_up_once_per_worker(monkeypatch):
+    """Every run of a case (and every forced strategy) builds its inputs again: the
+    derived table is written once and its frame kept, the catalog not asked again."""
+    from harness.spark import datagen
+    datagen.forget_tables()
+    spark, built = _RecordingSpark(), []
+    monkeypatch.setattr(datagen, "_iceberg_exists", lambda spark_, table: True)
+    lineage = {"b": {"sql": "SELECT 1 AS k", "format": "iceberg"}}
+    first = datagen.derived_iceberg_table(spark, 1, "b", lineage, {}, lambda: built.append(1))
+    again = datagen.derived_iceberg_table(spark, 1, "b", lineage, {}, lambda: built.append(1))
+    assert first is again and len(spark.lookups) == 1 and built == []
+    other = datagen.derived_iceberg_table(spark, 2, "b", lineage, {}, lambda: built.append(1))  # another seed
+    assert other is not first and len(spark.lookups) == 2
+    datagen.forget_tables()
