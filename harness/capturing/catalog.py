@@ -9,7 +9,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from harness.core.text import one_line
+from harness.core.text import one_line, quoted_identifier
 from harness.scenario.schema import scenario_validator
 from harness.scenario.tables import (
     ICEBERG_PROPERTIES,
@@ -248,7 +248,7 @@ def relation_reference(node) -> str:
         parts = ([catalog] if catalog else []) + namespace + [name]
     else:
         parts = list(relation_key(node))
-    return ".".join("`" + part.replace("`", "``") + "`" for part in parts)
+    return ".".join(map(quoted_identifier, parts))
 
 
 def v2_identifier(relation) -> tuple[str | None, list[str], str]:

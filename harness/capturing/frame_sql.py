@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from harness.capturing.catalog import RELATION_KINDS
+from harness.core.text import quoted_identifier
 
 
 class PlanSqlError(Exception):
@@ -322,8 +323,7 @@ def _unique(name: str, used: set) -> str:
     return candidate
 
 
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+_quote = quoted_identifier
 
 
 def _ref(qualifier: str, column: str) -> str:

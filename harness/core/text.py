@@ -35,3 +35,8 @@ def clock(seconds: float) -> str:
     """2m05s / 42s: durations in progress lines and timing tables."""
     minutes, secs = divmod(int(round(seconds)), 60)
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def quoted_identifier(name: str) -> str:
+    """A name as Spark SQL reads it whatever it holds: in backticks, each backtick doubled."""
+    return "`" + name.replace("`", "``") + "`"

@@ -419,16 +419,27 @@ def _catalog_table(spark, table: str, df, analyze: str | None, spec: dict | None
     return spark.table(table)
 
 
-def derived_iceberg_table(spark, seed: int, name: str, lineage: dict, data_conf: dict, build):
+def derived_lineage(specs: dict, name: str) -> dict:
+    """What names a derived Iceberg table: its spec and those of every table declared
+    before it (a derived table reads only tables declared above it), known without Spark."""
+    names = list(specs)
+    return {earlier: specs[earlier] for earlier in names[:names.index(name) + 1]}
+
+
+def derived_catalog_name(seed: int, name: str, specs: dict, data_conf: dict | None) -> str:
+    return catalog_table_name(seed, name, derived_lineage(specs, name), data_conf)
+
+
+def derived_iceberg_table(spark, seed: int, name: str, specs: dict, data_conf: dict, build):
     """A derived table's rows written once per worker into an Iceberg table: `build()`
-    makes its frame, only when the table is not there yet. Named by the specs of the table
-    and of every table it is made from (`lineage`), and the configs that shape values."""
-    key = (id(spark), table_fingerprint(seed, name, lineage, data_conf))
+    makes its frame, only when the table is not there yet. Named by `derived_lineage` of
+    the file's `specs` and the configs that shape values."""
+    key = (id(spark), derived_catalog_name(seed, name, specs, data_conf))
     if key in _TABLES:  # every run of a case asks again: the catalog is asked once per worker
         return _TABLES[key]
     _iceberg_catalog_ready(spark)
-    spec = lineage[name]
-    table = iceberg.table_name(catalog_table_name(seed, name, lineage, data_conf))
+    spec = specs[name]
+    table = iceberg.table_name(derived_catalog_name(seed, name, specs, data_conf))
     if not _iceberg_exists(spark, table):
         frame = build()
         _check_iceberg_columns(name, spec, {f.name: f.dataType.simpleString() for f in frame.schema.fields})

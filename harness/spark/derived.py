@@ -89,8 +89,7 @@ def build_inputs(session, scope, case: Case, conf: dict, names: list[str] | None
     for name in needed_tables(spark, scenario, names or top_tables(case)):
         spec = specs[name]
         if is_derived(spec) and is_iceberg(spec):
-            lineage = {used: specs[used] for used in needed_tables(spark, scenario, [name])}
-            tables[name] = datagen.derived_iceberg_table(spark, scenario.seed, name, lineage, data_conf,
+            tables[name] = datagen.derived_iceberg_table(spark, scenario.seed, name, specs, data_conf,
                                                          lambda: build_derived(spark, scope, spec, tables))
             continue
         if is_derived(spec):

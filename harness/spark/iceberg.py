@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 
+from harness.core.text import quoted_identifier
 from harness.scenario.tables import (
     default_partitions,
     partition_spec,
@@ -82,16 +83,12 @@ def _create(spark, name: str, schema, spec: dict, properties: dict) -> None:
     derived table's column names are Spark's answer to the file's SQL: each is quoted,
     and a type whose text could carry more than a type (a struct's field names) must be
     plain identifiers throughout."""
-    columns = ", ".join(f"{quoted(field.name)} {_type_text(field)}" for field in schema.fields)
+    columns = ", ".join(f"{quoted_identifier(field.name)} {_type_text(field)}" for field in schema.fields)
     spec_sql = ", ".join(transform.sql() for transform in partition_spec(spec))
     props_sql = ", ".join(f"'{k}'='{v}'" for k, v in sorted(properties.items()))
     spark.sql(f"CREATE TABLE {name} ({columns}) USING iceberg"
               + (f" PARTITIONED BY ({spec_sql})" if spec_sql else "")
               + (f" TBLPROPERTIES ({props_sql})" if props_sql else ""))
-
-
-def quoted(identifier: str) -> str:
-    return "`" + identifier.replace("`", "``") + "`"
 
 
 _PLAIN_TYPE = re.compile(r"^[A-Za-z0-9_<>:,()]+$")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from harness.core.text import one_line
+from harness.core.text import one_line, quoted_identifier
 from harness.core.vocab import THEN_VIEW
 from harness.scenario.errors import ScenarioError, dotted
 from harness.scenario.model import sql_texts
@@ -326,7 +326,7 @@ def _stand_ins(spark, scenario) -> dict:
 
 
 def _empty_like(spark, frame):
-    return spark.range(0).selectExpr(*[f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`"
+    return spark.range(0).selectExpr(*[f"CAST(NULL AS {f.dataType.simpleString()}) AS {quoted_identifier(f.name)}"
                                        for f in frame.schema.fields])
 
 

@@ -363,10 +363,16 @@ def test_a_derived_iceberg_table_is_looked_up_once_per_worker(monkeypatch):
     datagen.forget_tables()
     spark, built = _RecordingSpark(), []
     monkeypatch.setattr(datagen, "_iceberg_exists", lambda spark_, table: True)
-    lineage = {"b": {"sql": "SELECT 1 AS k", "format": "iceberg"}}
-    first = datagen.derived_iceberg_table(spark, 1, "b", lineage, {}, lambda: built.append(1))
-    again = datagen.derived_iceberg_table(spark, 1, "b", lineage, {}, lambda: built.append(1))
+    specs = {"a": {"rows": 1, "columns": {"k": {"sequence": {}}}}, "b": {"sql": "SELECT k FROM a", "format": "iceberg"},
+             "c": {"rows": 2, "columns": {"k": {"sequence": {}}}}}
+    first = datagen.derived_iceberg_table(spark, 1, "b", specs, {}, lambda: built.append(1))
+    again = datagen.derived_iceberg_table(spark, 1, "b", specs, {}, lambda: built.append(1))
     assert first is again and len(spark.lookups) == 1 and built == []
-    other = datagen.derived_iceberg_table(spark, 2, "b", lineage, {}, lambda: built.append(1))  # another seed
+    other = datagen.derived_iceberg_table(spark, 2, "b", specs, {}, lambda: built.append(1))  # another seed
     assert other is not first and len(spark.lookups) == 2
+    # named by the tables declared up to it: a table after it does not rename it, one before does
+    later = {**specs, "c": {"rows": 3, "columns": {"k": {"sequence": {}}}}}
+    earlier = {**specs, "a": {"rows": 3, "columns": {"k": {"sequence": {}}}}}
+    name = datagen.derived_catalog_name(1, "b", specs, {})
+    assert datagen.derived_catalog_name(1, "b", later, {}) == name != datagen.derived_catalog_name(1, "b", earlier, {})
     datagen.forget_tables()
