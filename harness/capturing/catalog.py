@@ -98,7 +98,13 @@ def _visit(spark, node, found: dict) -> None:
         found.setdefault(view.key, view)
         return
     if kind == "DataSourceV2Relation" and _is_iceberg(node):
-        table = _iceberg_table(spark, node)
+        try:
+            table = _iceberg_table(spark, node)
+        except CaptureError:
+            raise
+        except Exception as exc:  # a metadata table, a changelog: not a table of rows with a spec
+            raise CaptureError(f"it reads the Iceberg relation {one_line(str(node.table().name()))[:120]}, whose "
+                               f"metadata capture cannot read ({one_line(str(exc))[:160]})") from None
         found.setdefault(table.key, table)
         return
     if kind in ("LogicalRDD", "ExternalRDD", "LocalRelation", "Range", "DataSourceV2Relation", "StreamingRelation",
@@ -231,6 +237,16 @@ def _is_iceberg(relation) -> bool:
     return str(relation.table().getClass().getName()).startswith("org.apache.iceberg.")
 
 
+def _is_metadata_table(table) -> bool:
+    """One of Iceberg's metadata tables (`t.snapshots`, `t.files`, ...): a BaseMetadataTable."""
+    cls = table.getClass()
+    while cls is not None:
+        if str(cls.getName()) == "org.apache.iceberg.BaseMetadataTable":
+            return True
+        cls = cls.getSuperclass()
+    return False
+
+
 def relation_key(node) -> tuple[str, str]:
     """(database, table) of a catalog relation of the analysed plan: a V2 table's last
     namespace part stands for its database."""
@@ -268,6 +284,9 @@ def _iceberg_table(spark, relation) -> CapturedTable:
     _, namespace, name = v2_identifier(relation)
     database = namespace[-1] if namespace else "default"
     table = relation.table().table()  # org.apache.iceberg.Table
+    if _is_metadata_table(table):
+        raise CaptureError(f"it reads Iceberg's metadata table {'.'.join(namespace + [name])}: capture reads "
+                           "tables of rows")
     schema = {f.name(): _type(database, name, f) for f in _fields(relation.schema())}
     snapshot = table.currentSnapshot()
     summary = dict(snapshot.summary()) if snapshot is not None else {}
@@ -338,6 +357,9 @@ def _iceberg_partitions(spark, relation, table, spec: list, schema: dict, where:
     if "spec_id" in partitions.columns:
         partitions = partitions.where(f"spec_id = {int(table.spec().specId())}")
     rows = partitions.select("partition", "record_count").limit(MAX_PARTITIONS + 1).collect()
+    if not rows:
+        notes.append(f"{where} has no rows: its partitions are replayed only if its spec is all buckets")
+        return None
     if len(rows) > MAX_PARTITIONS:
         kept = "every bucket, rows spread evenly" if all(f.transform.name == "bucket" for f in spec) else \
             "unpartitioned"

@@ -46,6 +46,10 @@ SCRIPT = textwrap.dedent("""
     orders = spark.table("harness_iceberg.prod.orders")
     customers = spark.table("harness_iceberg.prod.customers")
     capture(orders.join(customers, "customer_id").select("order_id", "region"), out / "frame.yaml")
+    try:  # Iceberg's metadata tables are not tables of rows
+        capture("SELECT * FROM harness_iceberg.prod.orders.snapshots", out / "meta.yaml", spark=spark)
+    except Exception as exc:
+        print("refused:", type(exc).__name__, exc)
     for name in ("sql.yaml", "frame.yaml"):
         spark.conf.unset("spark.sql.iceberg.planning.preserve-data-grouping")  # the file's configs say it
         (case,) = expand(load_scenario(out / name))
@@ -61,6 +65,9 @@ def test_a_captured_query_over_iceberg_tables_replays_its_storage_partitioned_jo
     lines = [line for line in done.stdout.splitlines() if line.endswith(".yaml") or ".yaml " in line]
     assert lines == ["sql.yaml passed SortMergeJoin {'left': 0, 'right': 0} ",
                      "frame.yaml passed SortMergeJoin {'left': 0, 'right': 0} "], done.stdout[-3000:]
+    assert "refused: CaptureError query: it reads Iceberg's metadata table prod.orders.snapshots: capture reads " \
+           "tables of rows" in done.stdout, done.stdout[-3000:]
+    assert not (tmp_path / "meta.yaml").exists()
     data = yaml.safe_load((tmp_path / "sql.yaml").read_text())
     orders = data["tables"]["orders"]
     assert (orders["format"], orders["partition_by"]) == ("iceberg", ["bucket(4, customer_id)", "days(day)"])
