@@ -1,13 +1,18 @@
-"""Stream-stream joins: the scenario's tables become file streams fed in micro-batches.
+"""Stream-stream joins: the scenario's tables become streams fed in micro-batches.
 
-Each table is written as parquet into its own source directory and read back with
-`readStream` (same schema), with the scenario's watermarks. The join is the same
-DataFrame or SQL join as for tables, written to a memory sink in append mode and
-driven with `processAllAvailable()` (works on every version, unlike availableNow).
+Every table's rows go through ONE parquet file source, one file per step: the source's
+schema holds a side number and each table's columns under positional names, and each
+table is read back as the rows of its side, renamed to its own columns, with the
+scenario's watermarks. A step's file appears whole with one rename, so the micro-batch
+that reads it reads every side's rows of that step, whatever the machine's load (with a
+source per table, a busy machine let one micro-batch take one side's rows and the next
+the other's: the state rows and watermarks of a step depended on timing). The join is
+the same DataFrame or SQL join as for tables, written to a memory sink in append mode
+and driven with `processAllAvailable()` (works on every version, unlike availableNow).
 
-With `stream.batches` the rows are added step by step instead (`_run_steps`): after each
-step every micro-batch Spark wants runs (its default: one without data when the watermark
-moved, which evicts state and emits outer rows), and what the step emitted, the
+With `stream.batches` the rows are added step by step instead (`_run_steps`): each step
+runs one micro-batch with its rows, then the one without data that Spark runs when the
+watermark moved (it evicts state and emits outer rows), and what the step emitted, the
 watermark, the state rows and the rows dropped as late are read from the sink and the
 query's progress. The result is whatever the sink holds at the end.
 
@@ -21,6 +26,7 @@ are removed from the result.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -34,27 +40,66 @@ FLUSH_DAYS = (30, 60)
 STATE_PARTITIONS = 2
 
 
-def _append(frames: list, staging_root, direct: bool = False) -> None:
-    """Add a micro-batch to each source: `frames` is [(DataFrame, source dir, name)]. All
-    are written to staging first and then moved in together, so that the file sources
-    see only complete files and one micro-batch usually takes every source's new rows
-    (written and moved one by one, each flush step took two batches). `direct`: written
-    into the sources by Spark (through Spark Connect the files are the server's, out of
-    this process's reach); each appears whole when its write commits."""
-    if direct:
-        for df, source_dir, _ in frames:
-            df.write.mode("append").parquet(str(source_dir))
-        return
-    staged = []
-    for df, source_dir, name in frames:
-        staging_dir = staging_root / name
-        df.write.mode("overwrite").parquet(str(staging_dir))
-        staged.append((staging_dir, source_dir))
-    for staging_dir, source_dir in staged:
+SIDE = "__side"
+
+
+class Source:
+    """The one file source every table's stream reads: its schema, directory and how a
+    table's rows are written into it and read back out of it."""
+
+    def __init__(self, tables: dict, directory, staging, direct: bool):
+        from pyspark.sql.types import IntegerType, StructField, StructType
+
+        self.names = list(tables)
+        self.fields = {name: df.schema.fields for name, df in tables.items()}
+        self.schema = StructType([StructField(SIDE, IntegerType())] + [
+            StructField(_column(side, j), f.dataType) for side, name in enumerate(self.names)
+            for j, f in enumerate(self.fields[name])])
+        self.directory, self.staging, self.direct = directory, staging, direct
+        self.files = 0
+
+    def stream_of(self, stream, name: str):
+        """One table's rows of the combined stream, under its own column names."""
+        from pyspark.sql import functions as F
+
+        side = self.names.index(name)
+        return stream.where(F.col(SIDE) == side).select(
+            *[F.col(_column(side, j)).alias(f.name) for j, f in enumerate(self.fields[name])])
+
+    def append(self, frames: dict) -> None:
+        """Add one micro-batch's rows, `frames` {table: DataFrame}, as one file: written to
+        staging and moved in with one rename, so a listing sees all of it or none.
+        `direct`: written into the source by Spark (through Spark Connect the files are
+        the server's, out of this process's reach); one task's one file appears whole
+        when the write commits."""
+        from functools import reduce
+
+        from pyspark.sql import functions as F
+
+        parts = []
+        for name, df in frames.items():
+            side = self.names.index(name)
+            own = {_column(side, j): f.name for j, f in enumerate(self.fields[name])}
+            parts.append(df.select(F.lit(side).alias(SIDE), *[
+                (F.col(f"`{own[field.name]}`") if field.name in own else F.lit(None)).cast(field.dataType)
+                .alias(field.name) for field in self.schema.fields[1:]]))
+        batch = reduce(lambda a, b: a.unionByName(b), parts).coalesce(1)
+        self.files += 1
+        if self.direct:
+            batch.write.mode("append").parquet(str(self.directory))
+            return
+        staging_dir = self.staging / f"batch-{self.files:05d}"
+        batch.write.mode("overwrite").parquet(str(staging_dir))
         for name in sorted(os.listdir(staging_dir)):
             if name.endswith(".parquet"):
-                os.replace(staging_dir / name, source_dir / f"{staging_dir.name}-{name}")
+                os.replace(staging_dir / name, self.directory / f"batch-{self.files:05d}-{name}")
         shutil.rmtree(staging_dir, ignore_errors=True)
+
+
+def _column(side: int, position: int) -> str:
+    """A table's column in the combined source: by position, so no table's names (nor
+    two tables with a column of the same name and different types) can collide."""
+    return f"__s{side}_c{position}"
 
 
 def _flush_template(df):
@@ -105,14 +150,14 @@ def run_stream(session, scope, case: Case, tables: dict) -> dict:
         # The flush batches move the watermark and then evict: no empty batches needed.
         scope.set_conf("spark.sql.streaming.noDataMicroBatches.enabled", False)
     root = session.workdir / "streams" / uuid.uuid4().hex[:12]
-    streams, sources = {}, {}
-    for name in tables:
-        sources[name] = root / "sources" / name
-        sources[name].mkdir(parents=True)
+    (root / "source").mkdir(parents=True)
+    source = Source(tables, root / "source", root / "staging", direct)
     if not steps:
-        _append([(df, sources[name], f"{name}-0") for name, df in tables.items()], root / "staging", direct)
-    for name, df in tables.items():
-        stream = spark.readStream.schema(df.schema).parquet(str(sources[name]))
+        source.append(tables)
+    combined = spark.readStream.schema(source.schema).parquet(str(source.directory))
+    streams = {}
+    for name in tables:
+        stream = source.stream_of(combined, name)
         if name in watermarks:
             stream = stream.withWatermark(watermarks[name]["column"], watermarks[name]["delay"])
         streams[name] = stream
@@ -123,20 +168,17 @@ def run_stream(session, scope, case: Case, tables: dict) -> dict:
     scope.on_close(lambda: _stop(spark, query, sink, root))
     scope.on_timeout(query.stop)
     if steps:
-        observed = _run_steps(spark, scope, case, query, tables, sources, root, direct, sink)
-        batches = int(_progress(query.lastProgress, "batchId")) + 1 if query.lastProgress else 0
-        return {"query": query, "result": spark.table(sink), "batches": batches, "steps": observed}
-    appended = sum(df.count() for df in tables.values())
-    _drain(query, appended, scope)
+        observed = _run_steps(spark, scope, case, query, tables, source, sink)
+        return {"query": query, "result": spark.table(sink), "batches": _batches_run(query), "steps": observed}
+    _drain(query, source, scope)
     latest = _latest_event_time(tables, watermarks)
     templates = {name: _flush_template(tables[name]) for name in watermarks}
     for step, days in enumerate(FLUSH_DAYS, start=1):
-        _append([(_flush_row(spark, tables[name], templates[name], mark["column"], latest, days), sources[name],
-                  f"{name}-flush{step}") for name, mark in watermarks.items()], root / "staging", direct)
-        appended += len(watermarks)
-        _drain(query, appended, scope)
-    batches = int(_progress(query.lastProgress, "batchId")) + 1 if query.lastProgress else 0
-    return {"query": query, "result": _without_flush_rows(spark.table(sink), watermarks, latest), "batches": batches,
+        source.append({name: _flush_row(spark, tables[name], templates[name], mark["column"], latest, days)
+                       for name, mark in watermarks.items()})
+        _drain(query, source, scope)
+    return {"query": query, "result": _without_flush_rows(spark.table(sink), watermarks, latest),
+            "batches": _batches_run(query),
             "steps": None}
 
 
@@ -167,21 +209,19 @@ def _type_name(field) -> str:
     return {"bigint": "long"}.get(name, name)
 
 
-def _run_steps(spark, scope, case, query, tables: dict, sources: dict, root, direct: bool, sink: str) -> list[dict]:
+def _run_steps(spark, scope, case, query, tables: dict, source: Source, sink: str) -> list[dict]:
     """Feed the declared steps one by one; per step, what it added, emitted and left."""
     steps = case.scenario.data["stream"]["batches"]
     want_rows = any("new_rows" in (step.get("expect") or {}) for step in steps)
-    appended, seen_batch, before, observed = 0, -1, ([] if want_rows else 0), []
+    seen_batch, before, observed = -1, ([] if want_rows else 0), []
     for i, step in enumerate(steps):
         frames = {name: _step_rows(spark, tables[name], added) for name, added in step["add"].items()}
         # literal rows are counted in the file; a `where` by Spark (one job)
         counts = {name: len(added["rows"]) if "rows" in added else frames[name].count()
                   for name, added in step["add"].items()}
-        _append([(frame, sources[name], f"{name}-step{i}") for name, frame in frames.items()],
-                root / "staging", direct)
-        appended += sum(counts.values())
-        _drain(query, appended, scope)
-        progress = [p for p in query.recentProgress if int(_progress(p, "batchId")) > seen_batch]
+        source.append(frames)
+        _drain(query, source, scope)
+        progress = [p for p in _executed(query) if int(_progress(p, "batchId")) > seen_batch]
         if progress:
             seen_batch = int(_progress(progress[-1], "batchId"))
         record = {"added": counts, "micro_batches": len(progress), **_step_progress(progress, observed)}
@@ -267,16 +307,47 @@ def _without_flush_rows(result, watermarks: dict, latest: str):
     return result.where(" AND ".join(f"coalesce(`{c}` < {cutoff}, true)" for c in columns))
 
 
-def _drain(query, appended: int, scope) -> None:
-    """Process until every appended row has been read. `processAllAvailable` alone can
-    return between two sources' files (it waits for what was listed when it looked)."""
+def _drain(query, source: Source, scope) -> None:
+    """Process until the source's every file has been read, and then until the query
+    has nothing left to run. `processAllAvailable` can return on a look at the source made
+    before the newest file was in place; and once the file is read, the micro-batch
+    without data that a moved watermark asks for may still be to come: the last call
+    returns only after a trigger that found nothing to run, which began after it."""
     while True:
         query.processAllAvailable()
-        read = sum(int(_progress(p, "numInputRows")) for p in query.recentProgress)
-        if read >= appended:
-            return
+        if _files_read(query) >= source.files:
+            break
         scope.check_timeout()
         time.sleep(0.05)
+    query.processAllAvailable()
+
+
+def _executed(query) -> list:
+    """The progress of the micro-batches that ran. An idle trigger reports progress too
+    (at query start, and every 10 s without data): with the same batch id as the next
+    batch and no time spent adding a batch. How many there are depends on the clock."""
+    return [p for p in query.recentProgress if "addBatch" in (_field(p, "durationMs") or {})]
+
+
+def _batches_run(query) -> int:
+    executed = _executed(query)
+    return int(_progress(executed[-1], "batchId")) + 1 if executed else 0
+
+
+def _files_read(query) -> int:
+    """How many of the source's files the query has read: the file source's offset is
+    its listing log's batch, one for each listing that found new files, and each file
+    appears whole (the rows Spark reports read count a source once per scan of it: here
+    once per table)."""
+    read = 0
+    for progress in _executed(query):
+        for source in _field(progress, "sources") or []:
+            offset = _field(source, "endOffset")
+            if isinstance(offset, str):
+                offset = json.loads(offset) if offset.strip().startswith("{") else None
+            if isinstance(offset, dict) and offset.get("logOffset") is not None:
+                read = max(read, int(offset["logOffset"]) + 1)
+    return read
 
 
 def _progress(progress, key: str):
