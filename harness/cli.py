@@ -1,4 +1,4 @@
-"""Command line: `python -m harness diff|matrix|merge|accept|explain|capture|baseline|cluster-test|connect-test`
+"""Command line: `python -m harness diff|matrix|merge|accept|explain|capture|baseline|cluster-test|connect-test|flakes`
 (see --help of each). Thin: each command parses its arguments and calls its stage."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = root.add_subparsers(dest="command", required=True)
     for add in (_diff_parser, _matrix_parser, _accept_parser, _explain_parser, _connect_parser, _cluster_parser,
-                _capture_parser, _baseline_parser, _merge_parser, _conf_keys_parser):
+                _capture_parser, _baseline_parser, _merge_parser, _conf_keys_parser, _flakes_parser):
         add(commands)
     return root
 
@@ -122,6 +122,24 @@ def _conf_keys_parser(commands) -> None:
     keys.add_argument("versions", nargs="*", help="Spark versions (default: the matrix's)")
 
 
+def _flakes_parser(commands) -> None:
+    flakes = commands.add_parser("flakes", help="run the selected items K times each and report every observation "
+                                                "or verdict that differs between the runs")
+    flakes.add_argument("paths", nargs="*", help="scenario files or folders (default: scenarios)")
+    flakes.add_argument("--runs", type=int, default=3, metavar="K", help="runs of each item, 2 to 100 (default 3)")
+    flakes.add_argument("--stress", type=int, default=0, metavar="N",
+                        help="busy processes beside the run, each spinning on one core (at most 4 × cores)")
+    flakes.add_argument("--workers", default="2", help="pytest-xdist workers (0: none; default 2)")
+    flakes.add_argument("-k", dest="keyword", default=None, help="only items matching this pytest -k expression")
+    flakes.add_argument("--report-dir", default="reports/flakes",
+                        help="where <version>/results.json and index.html go (default: reports/flakes)")
+
+
+def _flakes(args, root) -> int:
+    from harness.deploy import flakes
+    return flakes.main(args.paths, args.runs, args.stress, args.report_dir, args.workers, args.keyword)
+
+
 def _conf_keys(args, root) -> int:
     from harness.deploy import conf_keys
     return conf_keys.main(args.versions)
@@ -224,4 +242,4 @@ def _scale(text: str) -> float:
 
 COMMANDS = {"diff": _diff, "matrix": _matrix, "accept": _accept, "explain": _explain, "connect-test": _connect_test,
             "cluster-test": _cluster_test, "capture": _capture, "baseline": _baseline, "merge": _merge,
-            "conf-keys": _conf_keys}
+            "conf-keys": _conf_keys, "flakes": _flakes}

@@ -34,6 +34,7 @@ from harness.store.reuse import AGREEMENT, CASE, Reuse, open_reuse
 RECORD_KEY = "harness_record"
 REUSED_KEY = "harness_reused"   # which run observed a reused record (also a JUnit property)
 SHARD_KEY = "harness_shard"
+FLAKE_RUN_KEY = "harness_flake_run"  # which of a flake-finder run's repetitions an item is
 OPTIONS = pytest.StashKey[RunOptions]()
 REUSE = pytest.StashKey[Optional[Reuse]]()
 FAILING = {"failed", "error", "timeout", "correctness"}
@@ -71,6 +72,9 @@ def pytest_addoption(parser):
                          "recorded durations); `python -m harness merge` joins the N report folders")
     group.addoption("--no-merged-page", action="store_true",
                     help="do not rewrite the cross-version page reports/index.html (the matrix writes it once at the end)")
+    group.addoption("--flake-runs", type=int, default=0, metavar="K",
+                    help="(python -m harness flakes) run every item K times, the result store bypassed, and "
+                         "report every field that differs between the runs")
     group.addoption("--accept", action="store_true",
                     help="after the run, write what this Spark version observed into the scenario files "
                          "(python -m harness accept)")
@@ -105,8 +109,10 @@ def pytest_configure(config):
             raise pytest.UsageError(f"--spark-remote: {connect.unsupported_client()}")
     config.stash[OPTIONS] = _run_options(config)
     config._harness_stamp = _stamp(config)
+    # A flake-finder run bypasses the store: every run observes, and none is kept.
     config.stash[REUSE] = open_reuse(config.stash[OPTIONS], store_folder(config), config._harness_stamp,
-                                     config.getoption("fresh"), _store_warning) if _runs_scenarios(config) else None
+                                     config.getoption("fresh"), _store_warning) \
+        if _runs_scenarios(config) and not _flake_runs(config) else None
     config._harness_shard = _shard_option(config)
     if _reporting(config) and getattr(config.option, "xmlpath", None) is None and _runs_scenarios(config):
         # pytest's junitxml writes in place: it writes a temp file beside the target,
@@ -130,7 +136,8 @@ def pytest_xdist_auto_num_workers(config):
     observation (starting them costs more than judging the whole suite), one when a
     single file must run (one JVM builds its tables, not one per worker); otherwise
     xdist's own count (PYTEST_XDIST_AUTO_NUM_WORKERS, else the CPUs)."""
-    if not _runs_scenarios(config) or config.getoption("fresh") or config.getoption("spark_remote"):
+    if not _runs_scenarios(config) or config.getoption("fresh") or config.getoption("spark_remote") \
+            or _flake_runs(config):
         return None
     reuse = open_reuse(_run_options(config), store_folder(config), RunStamp("", "", ""), False, lambda _: None)
     expanded = []
@@ -142,6 +149,16 @@ def pytest_xdist_auto_num_workers(config):
     to_run = reuse.files_to_run(expanded, with_checks=not config.getoption("no_agree"))
     reuse.store.close()
     return {0: 0, 1: 1}.get(to_run)
+
+
+def _flake_runs(config) -> int:
+    return config.getoption("flake_runs") or 0
+
+
+def _repetition(name: str) -> tuple[str, int | None]:
+    """`case@2` → (`case`, 2): which repetition of a flake-finder run an item name is."""
+    base, _, number = name.rpartition("@")
+    return (base, int(number)) if base and number.isdigit() else (name, None)
 
 
 def store_folder(config) -> str:
@@ -214,17 +231,19 @@ def pytest_collection_modifyitems(session, config, items):
     for item in items:
         guess = 0.0 if getattr(item, "case", None) is None else _guess_s(item)
         cost[item.path] = cost.get(item.path, 0.0) + took.get(item.name, guess)
-    checks = {id(item.case): item for item in items if isinstance(item, AgreementItem)}
+    checks = {(id(item.case), item.flake_run): item for item in items if isinstance(item, AgreementItem)}
     paired = []
     for item in items:
         if isinstance(item, AgreementItem):
             continue
         paired.append(item)
-        check = checks.pop(id(getattr(item, "case", None)), None)
+        check = checks.pop((id(getattr(item, "case", None)), getattr(item, "flake_run", None)), None)
         if check is not None:
             paired.append(check)
     paired.extend(checks.values())  # (none: each check's case is collected too)
-    items[:] = sorted(paired, key=lambda item: -cost[item.path])
+    # A flake-finder run: the whole selection once, then again: the runs of one item go
+    # to whichever worker is free then, not one after another to the same one.
+    items[:] = sorted(paired, key=lambda item: (getattr(item, "flake_run", 1), -cost[item.path]))
 
 
 def _previous_durations(config) -> dict:
@@ -313,19 +332,22 @@ class ScenarioFile(pytest.File):
         for mark in marks:
             self.config.addinivalue_line("markers", f"{mark}: scenario tag")
         from harness.check.agreement import agreement_id, agreement_representatives
-        for case in cases:
-            item = ScenarioItem.from_parent(self, name=case.case_id, case=case)
-            for mark in marks:
-                item.add_marker(mark)
-            yield item
-        if self.config.getoption("no_agree"):
-            return
-        for case in agreement_representatives(cases):
-            item = AgreementItem.from_parent(self, name=agreement_id(case), case=case)
-            item.add_marker("agreement")
-            for mark in marks:
-                item.add_marker(mark)
-            yield item
+        runs = range(1, _flake_runs(self.config) + 1) if _flake_runs(self.config) else [None]
+        for run in runs:
+            for case in cases:
+                yield self._item(ScenarioItem, case.case_id, case, marks, run)
+            if self.config.getoption("no_agree"):
+                continue
+            for case in agreement_representatives(cases):
+                yield self._item(AgreementItem, agreement_id(case), case, marks + ["agreement"], run)
+
+    def _item(self, kind, name: str, case, marks: list, run: int | None):
+        """One item; in a flake-finder run, one of its K repetitions (`name@2`)."""
+        item = kind.from_parent(self, name=name if run is None else f"{name}@{run}", case=case)
+        item.flake_run = run
+        for mark in marks:
+            item.add_marker(mark)
+        return item
 
     def _load(self):
         reuse = self.config.stash[REUSE]
@@ -366,6 +388,7 @@ def _why(record: dict) -> list[str]:
 
 class ScenarioItem(pytest.Item):
     kind = CASE
+    flake_run = None
 
     def __init__(self, *, case, **kwargs):
         # The id from its text, as pytest reads ids back from its cache: `name[params]`
@@ -387,6 +410,9 @@ class ScenarioItem(pytest.Item):
         record = self._recall(reuse) if reuse is not None else None
         if record is None:
             session = get_session(options_of(self.config))
+            from harness.spark import executions
+            # Each repetition runs anew: its executions are not shared with another's.
+            executions.set_round(self.flake_run or 0)
             record = self._run(session)
             record.run = self.config._harness_stamp.to_json()
             if reuse is not None:
@@ -400,6 +426,8 @@ class ScenarioItem(pytest.Item):
             self.user_properties.append((REUSED_KEY, RunStamp.from_json(record.run).words()))
         if getattr(self.config, "_harness_split", None):
             self.user_properties.append((SHARD_KEY, json.dumps(self.config._harness_split)))
+        if self.flake_run is not None:
+            self.user_properties.append((FLAKE_RUN_KEY, str(self.flake_run)))
         if record.status in ("skipped", "unchecked"):  # the record keeps which of the two
             pytest.skip(record.message + reused)
         if record.status == "known_bug":  # reported apart: xfailed, and listed with its JIRA
@@ -449,6 +477,8 @@ class HarnessReporter:
         self.written: list[Path] = []
         self.failed_write = ""
         self.shard: dict | None = None
+        self.flake_runs: dict[str, dict[int, dict]] = {}  # case id → run → record (flake finder)
+        self.flakes: dict | None = None
         self.pruned = 0
         self.progress = Progress(version_report.installed_spark(), self._progress_line)
 
@@ -468,17 +498,28 @@ class HarnessReporter:
 
     def pytest_runtest_logreport(self, report):
         self.progress.seen(report)
-        carried = False
+        carried, record, run = False, None, None
         for key, value in getattr(report, "user_properties", []):
             if key == RECORD_KEY:
                 record = json.loads(value)
-                self.records[record["case_id"]] = record
                 carried = True
             elif key == SHARD_KEY:
                 self.shard = json.loads(value)
+            elif key == FLAKE_RUN_KEY:
+                run = int(value)
+        if record is not None:
+            self._keep(record, run)
         if report.failed and not carried and (".yaml::" in report.nodeid or ".yml::" in report.nodeid):
             # No record came back: the worker died under the case (xdist says "crashed").
             self.lost.setdefault(report.nodeid, str(report.longrepr).strip().splitlines()[-1][:500])
+
+    def _keep(self, record: dict, run: int | None) -> None:
+        """A record; of a flake-finder run, each repetition's, the first one reported."""
+        if run is None:
+            self.records[record["case_id"]] = record
+            return
+        self.flake_runs.setdefault(record["case_id"], {})[run] = record
+        self.records.setdefault(record["case_id"], record)
 
     def pytest_collectreport(self, report):
         if report.failed and str(report.nodeid).endswith((".yaml", ".yml")):
@@ -491,12 +532,15 @@ class HarnessReporter:
             self.pruned = reuse.store.prune()
         if not self.records and not self.invalid:
             return
+        if _flake_runs(self.config):
+            self.flakes = self._flips()
         invalid = [{"file": nodeid, "message": message} for nodeid, message in self.invalid.items()]
         report_dir = self.config.getoption("report_dir")
         drawings = PlanPictures()  # one drawing per distinct plan, for both pages
         try:
             self.written = version_report.write_reports(report_dir, list(self.records.values()), invalid,
-                                                        shard=self.shard, drawings=drawings)
+                                                        shard=self.shard, drawings=drawings, flakes=self.flakes,
+                                                        keep_previous=self.flakes is None)
             from harness.report.merged import (
                 write_merged,  # every version's results side by side
             )
@@ -522,6 +566,20 @@ class HarnessReporter:
             except OSError:
                 temp.unlink(missing_ok=True)
 
+    def _flips(self) -> dict:
+        """Every item's runs compared (harness.report.flakes); a run lost with its worker
+        is a record like any other here: its verdict differs from the runs that came back."""
+        from harness.report import flakes
+
+        def varies_of(file: str | None) -> dict:
+            try:
+                return load_scenario(self.config.rootpath / file).data.get("varies") or {}
+            except (ScenarioError, OSError, TypeError):
+                return {}
+        return {"runs": _flake_runs(self.config), "items": len(self.flake_runs),
+                "stress": int(os.environ.get("HARNESS_FLAKE_STRESS") or 0),
+                "flips": flakes.declare(flakes.flips(self.flake_runs), varies_of)}
+
     def _add_lost_records(self):
         from harness.check import agreement, runner
         known = next(iter(self.records.values()), None)
@@ -530,19 +588,20 @@ class HarnessReporter:
         master = known["master"] if known else options_of(self.config).master
         for nodeid, message in self.lost.items():
             path, _, name = nodeid.partition("::")
+            name, run = _repetition(name) if _flake_runs(self.config) else (name, None)
             try:
                 cases = expand(load_scenario(self.config.rootpath / path))
             except (ScenarioError, OSError):
                 continue
             by_id = {c.case_id: c for c in cases}
             checks = {agreement.agreement_id(c): c for c in agreement.agreement_representatives(cases)}
-            if name in self.records:
+            if name in (self.records if run is None else self.flake_runs.get(name, {})):
                 continue
             why = message if message.startswith(NO_SESSION) else f"worker process lost: {message}"
             if name in by_id:
-                self.records[name] = runner.lost_record(by_id[name], versions, master, why).to_json()
+                self._keep(runner.lost_record(by_id[name], versions, master, why).to_json(), run)
             elif name in checks:
-                self.records[name] = agreement.lost_record(checks[name], versions, master, why).to_json()
+                self._keep(agreement.lost_record(checks[name], versions, master, why).to_json(), run)
 
     def _reuse_line(self) -> str:
         """How many records were judged from stored observations, and from which runs."""
@@ -561,6 +620,11 @@ class HarnessReporter:
     def pytest_terminal_summary(self, terminalreporter):
         if self.failed_write:
             terminalreporter.write_line(self.failed_write)
+        if self.flakes is not None:
+            from harness.report.flakes import summary_lines
+            terminalreporter.write_sep("-", "flake finder")
+            for line in summary_lines(self.flakes["flips"], self.flakes["items"], self.flakes["runs"]):
+                terminalreporter.write_line(one_line(line) if len(line) < 2000 else line[:2000])
         known = sorted((r for r in self.records.values() if r["status"] == "known_bug"), key=lambda r: r["case_id"])
         if known:
             terminalreporter.write_sep("-", f"known bugs on Spark {version_report.installed_spark()}: {len(known)} case(s)")

@@ -99,11 +99,14 @@ def model_agreement(records: list[dict]) -> dict:
             "final_not_predicted": sum(1 for r in judged if r["observed"].get("final") and "final_agrees" not in r["model"])}
 
 
-def build_results(records: list[dict], invalid: list[dict], shard: dict | None = None) -> dict:
+def build_results(records: list[dict], invalid: list[dict], shard: dict | None = None,
+                  flakes: dict | None = None) -> dict:
     records = sorted(records, key=lambda r: (STATUS_ORDER.get(r["status"], 99), r["file"], r["case_id"]))
     versions = records[0]["versions"] if records else {"spark": installed_spark(), "java": "unknown",
                                                        "python": platform.python_version()}
     extra = {"shard": shard} if shard else {}
+    if flakes is not None:
+        extra["flakes"] = flakes
     return {
         "schema_version": RESULTS_SCHEMA_VERSION,
         "harness": {"release": harness.__version__},
@@ -196,7 +199,7 @@ def breakable(text) -> Markup:
 
 def write_reports(report_dir: str | os.PathLike, records: list[dict], invalid: list[dict], shard: dict | None = None,
                   keep_previous: bool = True, version: str | None = None,
-                  drawings: PlanPictures | None = None) -> list[Path]:
+                  drawings: PlanPictures | None = None, flakes: dict | None = None) -> list[Path]:
     """Write this run's records into reports/<version>/ under a lock, keeping the records
     of cases this run did not run (a partial or concurrent run never erases results);
     `keep_previous=False` (a merge) writes exactly the records given."""
@@ -208,7 +211,7 @@ def write_reports(report_dir: str | os.PathLike, records: list[dict], invalid: l
         ran_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         records = [{**r, "ran_at": r.get("ran_at") or _observed_at(r) or ran_at} for r in records]
         kept, kept_invalid = _kept_from_previous(json_path, records, invalid) if keep_previous else ([], [])
-        results = build_results(records + kept, invalid + kept_invalid, shard)
+        results = build_results(records + kept, invalid + kept_invalid, shard, flakes)
         validate_results(results)
         text = json.dumps(results, indent=1, default=str)
         drawings = drawings or PlanPictures()

@@ -43,6 +43,13 @@ class Executed:
 
 
 _MEMO: OrderedDict = OrderedDict()
+# Which repetition of a flake-finder run is running (0 otherwise): part of every key, so
+# that no repetition takes another's answer (within one, a case and its check share).
+_ROUND = [0]
+
+
+def set_round(number: int) -> None:
+    _ROUND[0] = number
 
 
 def session_confs(spark) -> str:
@@ -67,7 +74,7 @@ def key(spark, plan, adaptive: bool) -> tuple:
     confs = session_confs(spark)
     if not adaptive:
         confs = PLAN_CHOICE.sub("", confs)
-    return id(spark), int(plan.semanticHash()), confs
+    return id(spark), _ROUND[0], int(plan.semanticHash()), confs
 
 
 def lookup(memo_key: tuple, plan) -> Executed | None:
@@ -102,7 +109,7 @@ _STREAMS: OrderedDict = OrderedDict()
 
 def stream_key(spark, case) -> tuple:
     scenario = case.scenario
-    return (id(spark), str(scenario.path), scenario.id, scenario.seed, json.dumps(case.join, sort_keys=True),
+    return (id(spark), _ROUND[0], str(scenario.path), scenario.id, scenario.seed, json.dumps(case.join, sort_keys=True),
             session_confs(spark))
 
 

@@ -1,0 +1,120 @@
+"""Flips: what differed between runs of the same item in a flake-finder run.
+
+`python -m harness flakes` runs every selected item K times in one pytest session, the
+result store bypassed (harness.deploy.flakes); the records of each run reach the
+controller, and here each item's runs are compared field by field. What is compared is
+what Spark showed (strategies, build sides, shuffles, the initial and final plans, the
+estimates, warnings, rows, checksum, stream step figures) and the verdict; never the
+timings nor the run's stamp. Plan text and the join nodes' expressions are compared with
+what changes on every run of the same query taken out: expression ids (`#123`), plan ids,
+query and state-store ids, object addresses and the run's temporary paths.
+
+A field the scenario declares as Spark's own variation (`varies: {field: why}`) is
+listed apart, with the file's reason, and does not count as a flip.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+# What differs between two runs of one query however deterministic Spark is.
+RUN_IDENTITY = [
+    (re.compile(r"#\d+L?"), "#"),
+    (re.compile(r"\bplan_id=\d+"), "plan_id="),
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
+    (re.compile(r"@[0-9a-f]{4,16}\b"), "@"),
+    (re.compile(r"(?:file:)?/(?:[\w.+=-]+/)+[\w.+=-]*"), "<path>"),  # a worker's temporary folders
+    (re.compile(r"\bepoch: \d+"), "epoch:"),
+    (re.compile(r"\b(?:subquery|ReusedSubquery|Subquery) ?#?\d+"), "subquery"),
+]
+
+# Observation fields compared, in the words a flip is reported in.
+FIELDS = {
+    "strategies": "strategies", "initial": "initial plan", "final": "final plan", "estimates": "estimates",
+    "warnings": "warnings", "rows": "rows", "checksum": "checksum", "result_rows": "result rows",
+    "error": "error", "executed": "executed", "stream_batches": "micro-batches",
+    "stream_steps": "stream steps", "agreement": "cross-strategy answers", "adaptive": "adaptive",
+}
+# What a record holds that is not what Spark showed: when and how long, not what.
+NOT_COMPARED = {"timings", "run", "ran_at", "conf", "join_conf"}
+
+
+def normalized(value):
+    """A field's value with every run's own identity erased (see RUN_IDENTITY)."""
+    if isinstance(value, str):
+        for pattern, stand_in in RUN_IDENTITY:
+            value = pattern.sub(stand_in, value)
+        return value
+    if isinstance(value, dict):
+        return {k: normalized(v) for k, v in value.items() if k not in NOT_COMPARED and not k.endswith("_s")}
+    if isinstance(value, list):
+        return [normalized(v) for v in value]
+    return value
+
+
+def _fields_of(record: dict) -> dict:
+    observed = record.get("observed") or {}
+    fields = {"verdict": record.get("status")}
+    for key in FIELDS:
+        if key in observed:
+            fields[key] = normalized(observed[key])
+    return fields
+
+
+def _text(value) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def flips(runs: dict[str, dict[int, dict]]) -> list[dict]:
+    """`runs`: case id → {run number: record}. One entry per item whose runs differ:
+    the fields that differ, each with its value per run (`declare` then marks those its
+    scenario declares as Spark's own variation)."""
+    found = []
+    for case_id in sorted(runs):
+        by_run = runs[case_id]
+        numbers = sorted(by_run)
+        per_run = {n: _fields_of(by_run[n]) for n in numbers}
+        keys = sorted({k for fields in per_run.values() for k in fields})
+        differing = [k for k in keys if len({json.dumps(per_run[n].get(k), sort_keys=True, default=str)
+                                               for n in numbers}) > 1]
+        if not differing:
+            continue
+        first = by_run[numbers[0]]
+        fields = [{"key": key, "field": "verdict" if key == "verdict" else FIELDS[key],
+                   "values": {str(n): _text(per_run[n].get(key)) for n in numbers}} for key in differing]
+        found.append({"case_id": case_id, "file": first.get("file"), "line": first.get("line"),
+                      "runs": len(numbers), "fields": fields, "spark_variation": False})
+    return found
+
+
+def declare(found: list[dict], varies_of) -> list[dict]:
+    """Mark the fields each flipped item's scenario declares as Spark's own variation:
+    `varies_of(file)` is the file's `varies` ({observation field: why}). The verdict is
+    never one: a declared field must not be asserted, so it cannot change a verdict."""
+    for flip in found:
+        varies = varies_of(flip["file"]) or {}
+        for field in flip["fields"]:
+            if field["key"] in varies:
+                field["spark_variation"] = varies[field["key"]]
+        flip["spark_variation"] = all("spark_variation" in f for f in flip["fields"])
+    for flip in found:
+        for field in flip["fields"]:
+            field.pop("key")
+    return found
+
+
+def summary_lines(found: list[dict], items: int, runs: int) -> list[str]:
+    """What the terminal and summary.md say of a flake-finder run."""
+    real = [f for f in found if not f["spark_variation"]]
+    lines = [f"flake finder: {items} item(s) × {runs} runs: {len(real)} flipped"
+             + (f", {len(found) - len(real)} vary as their files declare (Spark's own variation)"
+                if len(found) > len(real) else "")]
+    for flip in found:
+        tag = "Spark's own variation" if flip["spark_variation"] else "FLIPPED"
+        lines.append(f"  {flip['file']}:{flip['line']}: {flip['case_id']}: {tag}")
+        for field in flip["fields"]:
+            values = "; ".join(f"run {n}: {v}" for n, v in field["values"].items())
+            why = f" (declared: {field['spark_variation']})" if "spark_variation" in field else ""
+            lines.append(f"    {field['field']}{why}: {values}")
+    return lines
