@@ -232,7 +232,8 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
 def judge_agreement(case: Case, who, forced: ForcedRuns, seconds: float) -> AgreementRecord:
     """The verdict on forced runs (just made, or stored by harness.store), with the
     scenario's known bug as it reads now."""
-    status, message = _verdict(forced.runs, forced.rejected, forced.nested_loops)
+    status, message = _verdict(forced.runs, forced.rejected, forced.nested_loops,
+                               case.scenario.data.get("varies") or {})
     shared = sum(1 for run in forced.runs if run.shared)
     if shared:  # the same physical query under the same configs already ran in this worker
         message += f" ({shared} answer{'s' if shared > 1 else ''} shared with an identical plan run before)"
@@ -276,7 +277,11 @@ def _strategies(runs: list) -> list[tuple[str, str]]:
                   key=lambda pair: tuple("" if part is None else part for part in pair))
 
 
-def _verdict(runs: list, rejected: list, nested_loops: bool) -> tuple[str, str]:
+def _verdict(runs: list, rejected: list, nested_loops: bool, varies: dict) -> tuple[str, str]:
+    """`varies`: the scenario's own declaration of what differs between runs: its rows
+    or checksum are then not compared (said in the message), never silently."""
+    compared = [what for what in ("rows", "checksum") if what not in varies]
+    said = "".join(f"; {what} not compared ({varies[what]})" for what in ("rows", "checksum") if what in varies)
     answered = [r for r in runs if r.error is None]
     failed = [r for r in runs if r.error is not None]
     if not answered:
@@ -287,8 +292,10 @@ def _verdict(runs: list, rejected: list, nested_loops: bool) -> tuple[str, str]:
     problems = [f"forced {r.forced} threw {r.error} while {answered[0].strategy} (forced {answered[0].forced}) "
                 f"returned {answered[0].rows} rows" for r in failed if r.forced not in rejected]
     reference = answered[0]
+    if not compared:
+        return "unchecked", f"nothing compared: the scenario says its rows and checksum differ between runs{said}"
     for run in answered[1:]:
-        if (run.rows, run.checksum) != (reference.rows, reference.checksum):
+        if any(getattr(run, what) != getattr(reference, what) for what in compared):
             problems.append(f"{run.strategy} (build {run.build_side}, forced {run.forced}) gives "
                             f"{run.rows} rows / {run.checksum}, but {reference.strategy} "
                             f"(forced {reference.forced}) gives {reference.rows} rows / {reference.checksum}")
@@ -299,8 +306,8 @@ def _verdict(runs: list, rejected: list, nested_loops: bool) -> tuple[str, str]:
         why = "" if nested_loops else "; nested-loop strategies were not forced (the inputs hold more than " \
                                       f"{NESTED_LOOP_PAIR_BUDGET:,} pairs)"
         only = ", ".join(f"{s} ({b})" for s, b in strategies)
-        return "unchecked", f"only one strategy could be compared ({only}): nothing to check against{why}"
-    return "passed", f"{len(answered)} runs over {len(strategies)} strategies agree"
+        return "unchecked", f"only one strategy could be compared ({only}): nothing to check against{why}{said}"
+    return "passed", f"{len(answered)} runs over {len(strategies)} strategies agree{said}"
 
 
 def _agreement_record(case, session, status, message, runs, strategies, seconds: float) -> AgreementRecord:

@@ -36,7 +36,9 @@ FIELDS = {
     "stream_steps": "stream steps", "agreement": "cross-strategy answers", "adaptive": "adaptive",
 }
 # What a record holds that is not what Spark showed: when and how long, not what.
-NOT_COMPARED = {"timings", "run", "ran_at", "conf", "join_conf"}
+# (`shared`: whether a worker had run the same plan before: scheduling, not Spark.)
+NOT_COMPARED = {"timings", "run", "ran_at", "conf", "join_conf", "seconds", "shared"}
+MAX_PATHS = 8  # differing places listed per field
 
 
 def normalized(value):
@@ -61,6 +63,25 @@ def _fields_of(record: dict) -> dict:
     return fields
 
 
+def _differing_paths(values: list, path: str = "") -> list[str]:
+    """Where values of one field differ: `[0].state_rows`, not the whole structure."""
+    if all(isinstance(v, dict) for v in values):
+        keys = sorted({k for v in values for k in v}, key=str)
+        return [p for k in keys for p in _differing_paths([v.get(k) for v in values], f"{path}.{k}")]
+    if all(isinstance(v, list) for v in values) and len({len(v) for v in values}) == 1:
+        return [p for i in range(len(values[0])) for p in _differing_paths([v[i] for v in values], f"{path}[{i}]")]
+    same = len({json.dumps(v, sort_keys=True, default=str) for v in values}) == 1
+    return [] if same else [path]
+
+
+def _at(value, path: str):
+    for part in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path):
+        key, index = part
+        value = value.get(key) if key and isinstance(value, dict) else \
+            value[int(index)] if index and isinstance(value, list) and int(index) < len(value) else None
+    return value
+
+
 def _text(value) -> str:
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
     return text if len(text) <= 300 else text[:297] + "..."
@@ -81,22 +102,34 @@ def flips(runs: dict[str, dict[int, dict]]) -> list[dict]:
         if not differing:
             continue
         first = by_run[numbers[0]]
-        fields = [{"key": key, "field": "verdict" if key == "verdict" else FIELDS[key],
-                   "values": {str(n): _text(per_run[n].get(key)) for n in numbers}} for key in differing]
+        fields = []
+        for key in differing:
+            name = "verdict" if key == "verdict" else FIELDS[key]
+            values = [per_run[n].get(key) for n in numbers]
+            for path in _differing_paths(values)[:MAX_PATHS]:
+                fields.append({"key": key, "field": name + path,
+                               "values": {str(n): _text(_at(per_run[n].get(key), path)) for n in numbers}})
         found.append({"case_id": case_id, "file": first.get("file"), "line": first.get("line"),
                       "runs": len(numbers), "fields": fields, "spark_variation": False})
     return found
 
 
+# A scenario's `varies` entry → the observation fields it covers.
+DECLARABLE = {"final_plan": ("final",), "checksum": ("checksum", "result_rows", "agreement"),
+              "rows": ("rows", "result_rows", "agreement"), "estimates": ("estimates",), "warnings": ("warnings",),
+              "stream_steps": ("stream_steps", "stream_batches")}
+
+
 def declare(found: list[dict], varies_of) -> list[dict]:
     """Mark the fields each flipped item's scenario declares as Spark's own variation:
-    `varies_of(file)` is the file's `varies` ({observation field: why}). The verdict is
-    never one: a declared field must not be asserted, so it cannot change a verdict."""
+    `varies_of(file)` is the file's `varies` ({field: why}). The verdict is never one: a
+    declared field may not be asserted (harness.scenario.checks), so it cannot change one."""
     for flip in found:
-        varies = varies_of(flip["file"]) or {}
+        covered = {key: why for declared, why in (varies_of(flip["file"]) or {}).items()
+                   for key in DECLARABLE.get(declared, ())}
         for field in flip["fields"]:
-            if field["key"] in varies:
-                field["spark_variation"] = varies[field["key"]]
+            if field["key"] in covered:
+                field["spark_variation"] = covered[field["key"]]
         flip["spark_variation"] = all("spark_variation" in f for f in flip["fields"])
     for flip in found:
         for field in flip["fields"]:

@@ -437,6 +437,33 @@ def _expectation_blocks(data: dict):
         yield ("expect", "overrides", i), override
 
 
+# Each `varies` entry and the expectations that would assert it.
+VARYING_EXPECTATIONS = {"checksum": ("checksum", "result_rows"), "rows": ("rows", "result_rows"),
+                        "estimates": ("estimates",), "warnings": ("warnings",)}
+
+
+def _check_varies(at: Where, data: dict) -> None:
+    """A field the file declares as differing between runs is not asserted anywhere."""
+    varies = data.get("varies") or {}
+    for where, block in _expectation_blocks(data):
+        for declared, keys in VARYING_EXPECTATIONS.items():
+            for key in keys:
+                if declared in varies and key in block:
+                    raise at.error(where + (key,), f"asserted, but `varies` says the {declared.replace('_', ' ')} "
+                                                   f"differs between runs ({varies[declared]})")
+        if "final_plan" in varies and block.get("plan") in ("final", "both"):
+            raise at.error(where + ("plan",), f"checks the final plan, which `varies` says differs between runs "
+                                              f"({varies['final_plan']})")
+        if "stream_steps" in varies and "batches" in block:
+            raise at.error(where + ("batches",), f"asserted, but `varies` says the stream steps differ between "
+                                                 f"runs ({varies['stream_steps']})")
+    if "stream_steps" in varies:
+        for i, step in enumerate((data.get("stream") or {}).get("batches", [])):
+            if "expect" in step:
+                raise at.error(("stream", "batches", i, "expect"), f"asserted, but `varies` says the stream steps "
+                                                                   f"differ between runs ({varies['stream_steps']})")
+
+
 def _check_patterns(at: Where, data: dict) -> None:
     """Every regular expression compiles (error messages, warnings)."""
     for where, block in _expectation_blocks(data):
@@ -601,7 +628,7 @@ def _check_pruned_tables(at: Where, data: dict) -> None:
 
 SEMANTIC_CHECKS = (_check_join_tables, _check_derived, _check_literal_rows, _check_stats, _check_columns, _check_layouts,
                    _check_pruned_tables, _check_join_columns, _check_stream_shape, _check_plan_only, _check_synthetic, _check_all_hints, _check_confs,
-                   _check_version_specifiers, _check_patterns)
+                   _check_version_specifiers, _check_patterns, _check_varies)
 
 
 def check_semantics(path: Path, data: dict, lines: dict) -> None:

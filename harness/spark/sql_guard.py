@@ -18,6 +18,14 @@ bodies included, against allow-lists:
 The walk reads `TreeNode.toJSON` (one Py4J call per tree), which lists every node and
 expression with its class, subquery plans included. Nothing is executed: a statement is
 only parsed, and only an allowed query is ever analysed.
+
+Every analysed plan must also be deterministic, as Spark's own `deterministic` says of
+each expression in it (subqueries included; `rand()` seeded or not, `uuid()`,
+`shuffle()`, `monotonically_increasing_id()` ...), and hold no expression of the clock
+(`current_timestamp()`, `now()`, `current_date()` ...: deterministic within one query
+for Spark, different on every run): its rows and checksum would differ between runs and
+between strategies. Unless the file says so is intended (`varies: {checksum: why}`):
+then neither the cross-strategy check nor the flake finder compares its checksum.
 """
 from __future__ import annotations
 
@@ -76,6 +84,12 @@ TABLE_FUNCTIONS = frozenset({"range", "explode", "explode_outer", "inline", "inl
                              "posexplode", "posexplode_outer", "stack", "variant_explode",
                              "variant_explode_outer"})
 BUILTIN_QUALIFIERS = ({"builtin"}, {"system", "builtin"})
+
+
+# Expressions of the clock: Spark computes them once per query (so calls them
+# deterministic), and they differ from one run to the next.
+CLOCK = frozenset({"CurrentTimestamp", "Now", "CurrentDate", "LocalTimestamp", "CurrentTime", "CurrentBatchTimestamp"})
+NONDETERMINISM_ALLOWED_BY = "checksum"  # the `varies` entry that makes non-deterministic SQL intended
 
 
 class SqlRefused(Exception):
@@ -175,16 +189,65 @@ def check_expression_text(spark, text: str) -> None:
     Guard(set(), allow_relations=False).checktree_of(tree_of(parsed_expression(spark, text)), analysed=False)
 
 
-def check_analysed(frame, tables: set[str], allow_relations: bool = True) -> None:
-    """The analysed plan of a DataFrame built from the scenario's SQL."""
-    Guard(tables, allow_relations).checktree_of(tree_of(frame._jdf.queryExecution().analyzed()), analysed=True)
+def check_analysed(frame, tables: set[str], allow_relations: bool = True, varies: bool = False) -> None:
+    """The analysed plan of a DataFrame built from the scenario's SQL; `varies`: the file
+    declares its answer non-deterministic, so a non-deterministic expression is allowed."""
+    plan = frame._jdf.queryExecution().analyzed()
+    tree = tree_of(plan)
+    Guard(tables, allow_relations).checktree_of(tree, analysed=True)
+    if varies:
+        return
+    culprit = nondeterministic_expression(plan, tree)
+    if culprit:
+        raise SqlRefused(f"{culprit} is non-deterministic (Spark's analysed plan): the rows and checksum would "
+                         f"differ between runs; if that is intended, say why in `varies: {{checksum: ...}}`")
 
 
-def describe(exc: BaseException) -> str:
-    """One line for a parse or analysis error of scenario SQL."""
-    text = str(getattr(exc, "desc", None) or exc)
-    text = re.sub(r"\s*(==|JVM stacktrace).*", "", text, flags=re.S)
-    return one_line(text.strip())[:300]
+def nondeterministic_expression(plan, tree=None) -> str | None:
+    """The first expression of an analysed plan (its subqueries included) that Spark
+    calls non-deterministic, or of the clock: in SQL words (`rand()`, `uuid()`)."""
+    for node in nodes(tree if tree is not None else tree_of(plan)):
+        if node["class"].rsplit(".", 1)[-1] in CLOCK:
+            return f"{node['class'].rsplit('.', 1)[-1]} (the clock)"
+    return _nondeterministic_in(plan)
+
+
+def _nondeterministic_in(plan) -> str | None:
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        expressions = node.expressions()
+        for i in range(expressions.size()):
+            expression = expressions.apply(i)
+            if not expression.deterministic():
+                return _innermost_nondeterministic(expression)
+        children, subqueries = node.children(), node.subqueries()
+        stack.extend(children.apply(i) for i in range(children.size()))
+        stack.extend(subqueries.apply(i) for i in range(subqueries.size()))
+    return None
+
+
+def _innermost_nondeterministic(expression) -> str:
+    """Down a non-deterministic expression to the one whose children are all deterministic:
+    `rand(...)` rather than the comparison or alias around it; into a subquery's plan
+    (Spark 4 calls the subquery itself non-deterministic when its plan is)."""
+    while True:
+        children = expression.children()
+        below = [children.apply(i) for i in range(children.size()) if not children.apply(i).deterministic()]
+        if not below:
+            inside = _nondeterministic_in(expression.plan()) if _is_subquery(expression) else None
+            return inside or f"{expression.prettyName()}()"
+        expression = below[0]
+
+
+def _is_subquery(expression) -> bool:
+    return "SubqueryExpression" in [c.getSimpleName() for c in _superclasses(expression.getClass())]
+
+
+def _superclasses(cls):
+    while cls is not None:
+        yield cls
+        cls = cls.getSuperclass()
 
 
 # --------------------------------------------------------------------------- a scenario
@@ -236,14 +299,19 @@ def _check_scenario(spark, scenario) -> None:
                 raise SqlRefused(where, f"does not parse on Spark {spark.version}: {describe(exc)}") from None
     if not _has_sql_beyond_text(data):
         return  # nothing of it is analysed: keys and generators only
-    stand_ins = _stand_ins(spark, scenario)
-    _check_condition(data, stand_ins)
-    _check_join_sql(spark, data, stand_ins, tables)
-    _check_batch_filters(data, stand_ins)
-    _check_then_sql(spark, data, stand_ins)
+    varies = declares_nondeterminism(data)
+    stand_ins = _stand_ins(spark, scenario, varies)
+    _check_condition(data, stand_ins, varies)
+    _check_join_sql(spark, data, stand_ins, tables, varies)
+    _check_batch_filters(data, stand_ins, varies)
+    _check_then_sql(spark, data, stand_ins, varies)
 
 
-def _check_batch_filters(data: dict, stand_ins: dict) -> None:
+def declares_nondeterminism(data: dict) -> bool:
+    return NONDETERMINISM_ALLOWED_BY in (data.get("varies") or {})
+
+
+def _check_batch_filters(data: dict, stand_ins: dict, varies: bool) -> None:
     """A stream step's `where`, analysed over its table as the step applies it."""
     from pyspark.sql import functions as F
     for i, batch in enumerate((data.get("stream") or {}).get("batches", [])):
@@ -257,12 +325,12 @@ def _check_batch_filters(data: dict, stand_ins: dict) -> None:
                 _refused_by_spark(exc, where)
                 continue
             try:
-                check_analysed(frame, set(), allow_relations=False)
+                check_analysed(frame, set(), allow_relations=False, varies=varies)
             except SqlRefused as exc:
                 raise SqlRefused(where, str(exc)) from None
 
 
-def _check_then_sql(spark, data: dict, stand_ins: dict) -> None:
+def _check_then_sql(spark, data: dict, stand_ins: dict, varies: bool) -> None:
     """`stream.then` analysed over the stand-ins' join (inner: every column of both sides),
     read as the view it reads in a case."""
     then, join = (data.get("stream") or {}).get("then"), data["join"]
@@ -276,7 +344,7 @@ def _check_then_sql(spark, data: dict, stand_ins: dict) -> None:
                                                           F.expr(condition) if condition else None)
     except Exception:
         return  # the condition's own check reports it
-    _check_query_over_views(spark, then["sql"], {THEN_VIEW: joined}, where)
+    _check_query_over_views(spark, then["sql"], {THEN_VIEW: joined}, where, varies)
 
 
 def _is_parse_error(exc: BaseException) -> bool:
@@ -301,7 +369,7 @@ def _has_sql_beyond_text(data: dict) -> bool:
                for spec in data["tables"].values())
 
 
-def _stand_ins(spark, scenario) -> dict:
+def _stand_ins(spark, scenario, varies: bool) -> dict:
     """Each table as an empty relation of the types a case sees. A table with its own
     SQL (`expr` columns, `filter`) is first checked as the case builds it, over zero rows:
     its analysed plan holds those expressions."""
@@ -309,7 +377,7 @@ def _stand_ins(spark, scenario) -> dict:
     frames = {}
     for name, spec in scenario.data["tables"].items():
         if is_derived(spec):
-            _stand_in_derived(spark, scenario, name, spec, frames)
+            _stand_in_derived(spark, scenario, name, spec, frames, varies)
             continue
         try:
             frame = datagen.stand_in_table(spark, scenario.seed, name, spec)
@@ -318,7 +386,7 @@ def _stand_ins(spark, scenario) -> dict:
             continue  # the case reports why the table cannot be built
         if "filter" in spec or any("expr" in column for column in spec.get("columns", {}).values()):
             try:
-                check_analysed(frame, set(), allow_relations=False)
+                check_analysed(frame, set(), allow_relations=False, varies=varies)
             except SqlRefused as exc:
                 raise SqlRefused(_table_field(scenario.data, name), str(exc)) from None
         frames[name] = _empty_like(spark, frame)
@@ -330,7 +398,7 @@ def _empty_like(spark, frame):
                                        for f in frame.schema.fields])
 
 
-def _stand_in_derived(spark, scenario, name: str, spec: dict, frames: dict) -> None:
+def _stand_in_derived(spark, scenario, name: str, spec: dict, frames: dict, varies: bool) -> None:
     """A derived table built as a case builds it, from the stand-ins of the tables above
     it (nothing cached, nothing run); its analysed plan is walked like `join.sql`'s."""
     earlier = list(scenario.data["tables"])[:list(scenario.data["tables"]).index(name)]
@@ -351,7 +419,7 @@ def _stand_in_derived(spark, scenario, name: str, spec: dict, frames: dict) -> N
             _refused_by_spark(exc, ("tables", name))
             return  # does not analyse: the case reports Spark's error
         try:
-            check_analysed(frame, set(earlier))
+            check_analysed(frame, set(earlier), varies=varies)
         except SqlRefused as exc:
             raise SqlRefused(("tables", name), str(exc)) from None
         frames[name] = _empty_like(spark, frame)
@@ -383,7 +451,7 @@ def _table_field(data: dict, name: str) -> tuple:
     return ("tables", name)
 
 
-def _check_condition(data: dict, stand_ins: dict) -> None:
+def _check_condition(data: dict, stand_ins: dict, varies: bool) -> None:
     join = data["join"]
     if "condition" not in join or join.get("left") not in stand_ins or join.get("right") not in stand_ins:
         return
@@ -395,19 +463,19 @@ def _check_condition(data: dict, stand_ins: dict) -> None:
         _refused_by_spark(exc, ("join", "condition"))
         return  # does not analyse: the case reports Spark's error
     try:
-        check_analysed(frame, set(data["tables"]))
+        check_analysed(frame, set(data["tables"]), varies=varies)
     except SqlRefused as exc:
         raise SqlRefused(("join", "condition"), str(exc)) from None
 
 
-def _check_join_sql(spark, data: dict, stand_ins: dict, tables: set[str]) -> None:
+def _check_join_sql(spark, data: dict, stand_ins: dict, tables: set[str], varies: bool) -> None:
     text = data["join"].get("sql")
     if text is None or set(stand_ins) != tables:
         return
-    _check_query_over_views(spark, text, stand_ins, ("join", "sql"))
+    _check_query_over_views(spark, text, stand_ins, ("join", "sql"), varies)
 
 
-def _check_query_over_views(spark, text: str, views: dict, where: tuple) -> None:
+def _check_query_over_views(spark, text: str, views: dict, where: tuple, varies: bool) -> None:
     """A scenario query analysed over stand-ins registered as the views it may read (and
     only those); the views are dropped whatever happens."""
     names = []
@@ -421,7 +489,7 @@ def _check_query_over_views(spark, text: str, views: dict, where: tuple) -> None
             _refused_by_spark(exc, where)
             return  # does not analyse: the case reports Spark's error
         try:
-            check_analysed(frame, set(views))
+            check_analysed(frame, set(views), varies=varies)
         except SqlRefused as exc:
             raise SqlRefused(where, str(exc)) from None
     finally:

@@ -1,0 +1,68 @@
+"""The flake finder's comparison: what differs between runs of one item, and only that."""
+from __future__ import annotations
+
+import copy
+
+from harness.report import flakes
+from tests.conftest import fake_record
+
+
+def runs_of(*records) -> dict:
+    return {records[0]["case_id"]: {n: r for n, r in enumerate(records, start=1)}}
+
+
+def test_identical_runs_do_not_flip_whatever_their_ids_paths_and_timings():
+    first = fake_record(rows=10, checksum="00000000000000aa")
+    second = copy.deepcopy(first)
+    first["observed"]["initial"]["text"] = ("SortMergeJoin [k#12L], [k#40L], Inner\n+- FileScan parquet "
+                                            "Location: InMemoryFileIndex[file:/tmp/join-harness-ab12/t/a] plan_id=7 "
+                                            "runId = 0f8fad5b-d9cb-469f-a165-70867728950e MemoryWrite@5ee833a1")
+    second["observed"]["initial"]["text"] = ("SortMergeJoin [k#3L], [k#9L], Inner\n+- FileScan parquet "
+                                             "Location: InMemoryFileIndex[file:/tmp/join-harness-zz99/t/a] plan_id=91 "
+                                             "runId = 7c9e6679-7425-40de-944b-e07fc1f90ae7 MemoryWrite@1b2c3d4e")
+    second["observed"]["timings"] = {"execute_s": 99.0}
+    second["run"] = {"id": "other", "at": "2026-01-01T00:00:00+00:00", "host": "x", "reused": False}
+    assert flakes.flips(runs_of(first, second)) == []
+
+
+def test_a_differing_figure_is_a_flip_naming_the_field_and_each_runs_value():
+    steps = [{"added": {"v": 2}, "micro_batches": 2, "emitted": 1, "watermark": None, "state_rows": 3,
+              "late_rows_dropped": 0}]
+    first = fake_record(rows=10, checksum="00000000000000aa", stream_steps=steps)
+    second = copy.deepcopy(first)
+    second["observed"]["stream_steps"][0]["state_rows"] = 2
+    third = copy.deepcopy(first)
+    found = flakes.flips(runs_of(first, second, third))
+    assert [f["field"] for f in found[0]["fields"]] == ["stream steps[0].state_rows"]
+    assert found[0]["fields"][0]["values"] == {"1": "3", "2": "2", "3": "3"}
+    assert found[0]["runs"] == 3 and found[0]["spark_variation"] is False
+
+
+def test_a_verdict_that_flips_is_named_with_its_values():
+    first = fake_record(rows=10, checksum="00000000000000aa")
+    second = copy.deepcopy(first)
+    second["status"] = "failed"
+    found = flakes.flips(runs_of(first, second))
+    assert found[0]["fields"] == [{"key": "verdict", "field": "verdict", "values": {"1": "passed", "2": "failed"}}]
+
+
+def test_the_same_red_on_every_run_is_not_a_flip():
+    first = fake_record(rows=10, checksum="00000000000000aa", status="failed")
+    assert flakes.flips(runs_of(first, copy.deepcopy(first), copy.deepcopy(first))) == []
+
+
+def test_a_field_the_scenario_declares_is_spark_variation_and_others_still_flip():
+    first = fake_record(rows=10, checksum="00000000000000aa")
+    second = copy.deepcopy(first)
+    second["observed"]["checksum"] = "00000000000000bb"
+    declared = flakes.declare(flakes.flips(runs_of(first, second)), lambda file: {"checksum": "uuid() by design"})
+    assert declared[0]["spark_variation"] is True
+    assert declared[0]["fields"][0]["spark_variation"] == "uuid() by design"
+    assert "key" not in declared[0]["fields"][0]
+    second["observed"]["rows"] = 11
+    declared = flakes.declare(flakes.flips(runs_of(first, second)), lambda file: {"checksum": "uuid() by design"})
+    assert declared[0]["spark_variation"] is False
+    lines = flakes.summary_lines(declared, items=1, runs=2)
+    assert lines[0] == "flake finder: 1 item(s) × 2 runs: 1 flipped"
+    assert "    rows: run 1: 10; run 2: 11" in lines
+    assert "    checksum (declared: uuid() by design): run 1: 00000000000000aa; run 2: 00000000000000bb" in lines
