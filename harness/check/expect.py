@@ -330,7 +330,7 @@ def _compare_key_grouped(expected: dict, joins: list[dict], which: str) -> list[
     return _compare_side_scans(expected, joins, which, "key_grouped")
 
 
-STEP_FIELDS = ("new_rows", "new_row_count", "watermark", "state_rows", "late_rows_dropped")
+STEP_FIELDS = ("new_rows", "new_row_count", "watermark", "state_rows", "late_rows_dropped", "micro_batches")
 
 
 def _steps_unreported(expected: dict, observed: Observation) -> list[str]:
@@ -354,7 +354,7 @@ def _compare_steps(expected: list[dict], steps: list[dict], unchecked) -> list[s
         if "new_row_count" in want and got["emitted"] != want["new_row_count"]:
             problems.append(f"batch {i}: expected {want['new_row_count']} new row(s), observed {got['emitted']}")
         for key, words in (("watermark", "watermark"), ("state_rows", "state rows"),
-                           ("late_rows_dropped", "late rows dropped")):
+                           ("late_rows_dropped", "late rows dropped"), ("micro_batches", "micro-batches")):
             if key in want and f"batch {i} {key}" not in unchecked and got.get(key) != want[key]:
                 wanted = want[key].replace("T", " ") if key == "watermark" else want[key]
                 if got.get(key) != wanted:

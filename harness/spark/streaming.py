@@ -83,16 +83,20 @@ class Source:
             parts.append(df.select(F.lit(side).alias(SIDE), *[
                 (F.col(f"`{own[field.name]}`") if field.name in own else F.lit(None)).cast(field.dataType)
                 .alias(field.name) for field in self.schema.fields[1:]]))
+        # One partition, so one file: Spark writes one (empty) file for no rows too.
         batch = reduce(lambda a, b: a.unionByName(b), parts).coalesce(1)
-        self.files += 1
         if self.direct:
             batch.write.mode("append").parquet(str(self.directory))
+            self.files += 1
             return
-        staging_dir = self.staging / f"batch-{self.files:05d}"
+        staging_dir = self.staging / f"batch-{self.files + 1:05d}"
         batch.write.mode("overwrite").parquet(str(staging_dir))
-        for name in sorted(os.listdir(staging_dir)):
-            if name.endswith(".parquet"):
-                os.replace(staging_dir / name, self.directory / f"batch-{self.files:05d}-{name}")
+        written = sorted(name for name in os.listdir(staging_dir) if name.endswith(".parquet"))
+        if len(written) != 1:
+            raise RuntimeError(f"a micro-batch was written as {len(written)} files, not one: its rows would not "
+                               f"appear together")
+        self.files += 1
+        os.replace(staging_dir / written[0], self.directory / f"batch-{self.files:05d}-{written[0]}")
         shutil.rmtree(staging_dir, ignore_errors=True)
 
 

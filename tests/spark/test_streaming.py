@@ -42,3 +42,55 @@ def test_stream_join_is_observed_and_agrees_with_batch_strategies(session, write
     assert check.status == "passed", check.message
     assert check.runs[0].forced == "as written" and check.runs[0].strategy == "StreamingSymmetricHashJoin"
     assert check.runs[0].rows >= 200  # a left outer join keeps every impression
+
+
+STEPS = """\
+id: stream_steps_probe
+description: two streams whose tables share a column name of another type, fed step by step
+tables:
+  views:
+    rows: 0
+    columns:
+      ad: {sequence: {}}
+      vts: {uniform: {min: "2024-01-01 00:00:00", max: "2024-01-01 01:00:00"}, type: timestamp}
+  clicks:
+    rows: 0
+    columns:
+      ad: {key: {cardinality: 3}, type: string}
+      cts: {uniform: {min: "2024-01-01 00:00:00", max: "2024-01-01 01:00:00"}, type: timestamp}
+stream:
+  watermarks:
+    views: {column: vts, delay: "10 minutes"}
+    clicks: {column: cts, delay: "10 minutes"}
+  batches:
+    - add:
+        views: {rows: [[1, "2024-01-01 00:00:00"], [2, "2024-01-01 00:01:00"]]}
+        clicks: {rows: [["1", "2024-01-01 00:05:00"]]}
+      expect: {new_rows: [[1, "2024-01-01 00:00:00", "1", "2024-01-01 00:05:00"]], micro_batches: 2, state_rows: 3,
+               watermark: "2023-12-31 23:51:00"}
+    - add:
+        views: {rows: []}
+      expect: {new_row_count: 0, micro_batches: 1, state_rows: 3}
+    - add:
+        views: {rows: [[3, "2024-01-01 01:00:00"]]}
+        clicks: {rows: [["3", "2024-01-01 01:02:00"]]}
+      expect: {new_row_count: 1, micro_batches: 2, watermark: "2024-01-01 00:50:00", state_rows: 2}
+join:
+  left: views
+  right: clicks
+  condition: "l.ad = CAST(r.ad AS BIGINT) AND r.cts >= l.vts AND r.cts <= l.vts + INTERVAL 10 MINUTES"
+expect:
+  strategy: StreamingSymmetricHashJoin
+  rows: 2
+"""
+
+
+def test_every_step_is_one_micro_batch_with_every_sides_rows(session, write_scenario):
+    """A step's rows of both tables reach one micro-batch (then the batch without data a
+    moved watermark asks for): the figures below hold on a busy machine as on an idle one.
+    Measured on 4.3.0; an empty step still runs its (empty) micro-batch."""
+    case = expand(load_scenario(write_scenario(STEPS)))[0]
+    record = run_case(case, session)
+    assert record.status == "passed", (record.message, record.observed.stream_steps)
+    assert [step["micro_batches"] for step in record.observed.stream_steps] == [2, 1, 2]
+    assert record.observed.stream_batches == 5
