@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 SCENARIO_WORKERS := -n auto
 export PYTEST_XDIST_AUTO_NUM_WORKERS = $(WORKERS)
 
-.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix matrix merge accept diff cluster-test connect-test test-browser clean
+.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix matrix merge accept diff flakes cluster-test connect-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -61,6 +61,12 @@ bench-matrix: env
 matrix: env
 	$(PY) -m harness matrix $(VERSIONS) --workers $(WORKERS) $(if $(JOBS),--jobs $(JOBS)) $(if $(OBSERVE),--observe) \
 		$(if $(MASTER),--spark-master $(MASTER)) $(STORE_ARGS)
+
+## every selected item RUNS times (default 3), the store bypassed, beside STRESS busy processes:
+## exit 1 when an observation or verdict differs between runs (PATHS= files or folders, K= -k)
+flakes: env
+	$(PY) -m harness flakes $(or $(PATHS),scenarios) --runs $(or $(RUNS),3) --stress $(or $(STRESS),0) \
+		--workers $(WORKERS) $(if $(K),-k "$(K)")
 
 ## report folders made elsewhere (per version, or the shards of one) into reports/: make merge DIRS="a b"
 merge: env

@@ -5,6 +5,9 @@ plan-only cases per second after warm-up, the median time of a case that execute
 200k x 2k join with a checksum, the time of a stream-stream join fed in 6 steps (each
 step's rows, watermark and state checked), and `capture` of 100 queries over 20 catalog
 tables.
+
+`python bench/bench.py streams` times only the stream join fed in 6 steps (run it from
+two checkouts to compare them).
 """
 from __future__ import annotations
 
@@ -71,6 +74,10 @@ def main() -> None:
     session = get_session()
     print(f"session start: {time.perf_counter() - started:.1f} s  (Spark {session.versions['spark']}, "
           f"Java {session.versions['java']}, {session.master})")
+    if sys.argv[1:] == ["streams"]:
+        with tempfile.TemporaryDirectory() as tmp:
+            bench_stream_steps(session, Path(tmp) / "steps.yaml", rounds=5)
+        return
 
     df = datagen.build_table(session.spark, 42, "bench", GEN_SPEC, session.workdir)
     checksum_frame(df).collect()  # warm-up (also builds the Faker pool)

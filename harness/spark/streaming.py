@@ -79,9 +79,10 @@ class Source:
         parts = []
         for name, df in frames.items():
             side = self.names.index(name)
-            own = {_column(side, j): f.name for j, f in enumerate(self.fields[name])}
-            parts.append(df.select(F.lit(side).alias(SIDE), *[
-                (F.col(f"`{own[field.name]}`") if field.name in own else F.lit(None)).cast(field.dataType)
+            # renamed by position: no column name is parsed
+            mine = [_column(side, j) for j in range(len(self.fields[name]))]
+            parts.append(df.toDF(*mine).select(F.lit(side).alias(SIDE), *[
+                (F.col(field.name) if field.name in mine else F.lit(None)).cast(field.dataType)
                 .alias(field.name) for field in self.schema.fields[1:]]))
         # One partition, so one file: Spark writes one (empty) file for no rows too.
         batch = reduce(lambda a, b: a.unionByName(b), parts).coalesce(1)
