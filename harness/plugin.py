@@ -570,15 +570,9 @@ class HarnessReporter:
         """Every item's runs compared (harness.report.flakes); a run lost with its worker
         is a record like any other here: its verdict differs from the runs that came back."""
         from harness.report import flakes
-
-        def varies_of(file: str | None) -> dict:
-            try:
-                return load_scenario(self.config.rootpath / file).data.get("varies") or {}
-            except (ScenarioError, OSError, TypeError):
-                return {}
         return {"runs": _flake_runs(self.config), "items": len(self.flake_runs),
                 "stress": int(os.environ.get("HARNESS_FLAKE_STRESS") or 0),
-                "flips": flakes.declare(flakes.flips(self.flake_runs), varies_of)}
+                "flips": flakes.declare(flakes.flips(self.flake_runs), self.flake_runs)}
 
     def _add_lost_records(self):
         from harness.check import agreement, runner

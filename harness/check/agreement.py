@@ -232,8 +232,8 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
 def judge_agreement(case: Case, who, forced: ForcedRuns, seconds: float) -> AgreementRecord:
     """The verdict on forced runs (just made, or stored by harness.store), with the
     scenario's known bug as it reads now."""
-    status, message = _verdict(forced.runs, forced.rejected, forced.nested_loops,
-                               case.scenario.data.get("varies") or {})
+    varies = expect.resolve(case, who.versions["spark"], who.deployment).get("varies") or {}
+    status, message = _verdict(forced.runs, forced.rejected, forced.nested_loops, varies)
     shared = sum(1 for run in forced.runs if run.shared)
     if shared:  # the same physical query under the same configs already ran in this worker
         message += f" ({shared} answer{'s' if shared > 1 else ''} shared with an identical plan run before)"

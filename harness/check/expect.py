@@ -81,6 +81,7 @@ def resolve(case: Case, version: str, deployment: str = "local") -> dict:
     (`local` or `cluster`)."""
     base_applies = "spark" not in case.expect or _version_in(case.expect["spark"], version)
     expected = {k: case.expect[k] for k in EXPECTATION_KEYS if k in case.expect and base_applies}
+    varies = case.expect.get("varies")  # what Spark itself makes differ between runs: on every version
     steps = (case.scenario.data.get("stream") or {}).get("batches") or []
     step_expects = [dict(step.get("expect") or {}) if base_applies else {} for step in steps]
     for override in case.overrides:
@@ -92,6 +93,7 @@ def resolve(case: Case, version: str, deployment: str = "local") -> dict:
             for key in EXPECTATION_KEYS:
                 if key in override:
                     expected[key] = override[key]
+            varies = override.get("varies", varies)
     if expected.get("error") is None:
         expected.pop("error", None)
     if "strategy" in expected:
@@ -105,6 +107,8 @@ def resolve(case: Case, version: str, deployment: str = "local") -> dict:
     if any(step_expects):
         expected["batches"] = step_expects
     expected.setdefault("plan", "initial")
+    if varies:
+        expected["varies"] = varies  # not an assertion: what is not compared between runs
     return expected
 
 

@@ -55,7 +55,12 @@ def expectation_words(expected: dict | None) -> str:
     for side, bounds in (expected.get("estimates") or {}).items():
         limits = [f"≥ {bounds['min']:,} B" if "min" in bounds else "", f"≤ {bounds['max']:,} B" if "max" in bounds else ""]
         parts.append(f"{side} estimate " + " and ".join(x for x in limits if x))
-    return "; ".join(parts) or "nothing (observed only)"
+    words = "; ".join(parts) or "nothing (observed only)"
+    varies = expected.get("varies")
+    if varies:  # not an assertion: what the file says Spark itself changes between runs
+        words += " (varies between runs, not compared: " + "; ".join(
+            f"{field.replace('_', ' ')}: {why}" for field, why in varies.items()) + ")"
+    return words
 
 
 def _warning_words(spec) -> list[str]:

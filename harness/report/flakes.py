@@ -9,8 +9,8 @@ timings nor the run's stamp. Plan text and the join nodes' expressions are compa
 what changes on every run of the same query taken out: expression ids (`#123`), plan ids,
 query and state-store ids, object addresses and the run's temporary paths.
 
-A field the scenario declares as Spark's own variation (`varies: {field: why}`) is
-listed apart, with the file's reason, and does not count as a flip.
+A field the case's expectations declare as Spark's own variation (`expect: {varies:
+{field: why}}`) is listed apart, with the file's reason, and does not count as a flip.
 """
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ RUN_IDENTITY = [
     (re.compile(r"@[0-9a-f]{4,16}\b"), "@"),
     (re.compile(r"(?:file:)?/(?:[\w.+=-]+/)+[\w.+=-]*"), "<path>"),  # a worker's temporary folders
     (re.compile(r"\bepoch: \d+"), "epoch:"),
+    # which adaptive query stage got which number: the order stages were created in
+    (re.compile(r"\b(ResultQueryStage|ShuffleQueryStage|BroadcastQueryStage|TableCacheQueryStage) \d+"), r"\1"),
     (re.compile(r"\b(?:subquery|ReusedSubquery|Subquery) ?#?\d+"), "subquery"),
 ]
 
@@ -41,9 +43,17 @@ NOT_COMPARED = {"timings", "run", "ran_at", "conf", "join_conf", "seconds", "sha
 MAX_PATHS = 8  # differing places listed per field
 
 
+# The harness caps plan text (spark.sql.maxPlanStringLength); where the cap falls in the
+# plan depends on how many digits the expression ids before it have, so a cut text is
+# compared with another run's only as far as both go.
+CUT_BY_SPARK = re.compile(r"\.\.\. \d+ more characters$")
+CUT = "<cut>"
+
+
 def normalized(value):
     """A field's value with every run's own identity erased (see RUN_IDENTITY)."""
     if isinstance(value, str):
+        value = CUT_BY_SPARK.sub(CUT, value)
         for pattern, stand_in in RUN_IDENTITY:
             value = pattern.sub(stand_in, value)
         return value
@@ -70,6 +80,9 @@ def _differing_paths(values: list, path: str = "") -> list[str]:
         return [p for k in keys for p in _differing_paths([v.get(k) for v in values], f"{path}.{k}")]
     if all(isinstance(v, list) for v in values) and len({len(v) for v in values}) == 1:
         return [p for i in range(len(values[0])) for p in _differing_paths([v[i] for v in values], f"{path}[{i}]")]
+    if all(isinstance(v, str) and v.endswith(CUT) for v in values):
+        shortest = min(len(v) for v in values) - len(CUT)
+        values = [v[:shortest] for v in values]
     same = len({json.dumps(v, sort_keys=True, default=str) for v in values}) == 1
     return [] if same else [path]
 
@@ -83,8 +96,21 @@ def _at(value, path: str):
 
 
 def _text(value) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= 300 else text[:297] + "..."
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+SHOWN = 240  # characters of a value shown, from a little before where the runs part
+
+
+def _shown(texts: list[str]) -> list[str]:
+    """Each run's value, cut to where the runs differ: a long plan text that differs in
+    one operator shows that operator, not the first lines every run shares."""
+    start = 0
+    while all(start < len(t) for t in texts) and len({t[start] for t in texts}) == 1:
+        start += 1
+    start = max(0, start - 60)
+    return [("..." if start else "") + t[start:start + SHOWN] + ("..." if len(t) > start + SHOWN else "")
+            for t in texts]
 
 
 def flips(runs: dict[str, dict[int, dict]]) -> list[dict]:
@@ -96,19 +122,16 @@ def flips(runs: dict[str, dict[int, dict]]) -> list[dict]:
         by_run = runs[case_id]
         numbers = sorted(by_run)
         per_run = {n: _fields_of(by_run[n]) for n in numbers}
-        keys = sorted({k for fields in per_run.values() for k in fields})
-        differing = [k for k in keys if len({json.dumps(per_run[n].get(k), sort_keys=True, default=str)
-                                               for n in numbers}) > 1]
-        if not differing:
-            continue
-        first = by_run[numbers[0]]
         fields = []
-        for key in differing:
+        for key in sorted({k for fields in per_run.values() for k in fields}):
             name = "verdict" if key == "verdict" else FIELDS[key]
             values = [per_run[n].get(key) for n in numbers]
             for path in _differing_paths(values)[:MAX_PATHS]:
-                fields.append({"key": key, "field": name + path,
-                               "values": {str(n): _text(_at(per_run[n].get(key), path)) for n in numbers}})
+                shown = _shown([_text(_at(per_run[n].get(key), path)) for n in numbers])
+                fields.append({"key": key, "field": name + path, "values": dict(zip(map(str, numbers), shown))})
+        if not fields:
+            continue
+        first = by_run[numbers[0]]
         found.append({"case_id": case_id, "file": first.get("file"), "line": first.get("line"),
                       "runs": len(numbers), "fields": fields, "spark_variation": False})
     return found
@@ -120,12 +143,21 @@ DECLARABLE = {"final_plan": ("final",), "checksum": ("checksum", "result_rows", 
               "stream_steps": ("stream_steps", "stream_batches")}
 
 
-def declare(found: list[dict], varies_of) -> list[dict]:
-    """Mark the fields each flipped item's scenario declares as Spark's own variation:
-    `varies_of(file)` is the file's `varies` ({field: why}). The verdict is never one: a
-    declared field may not be asserted (harness.scenario.checks), so it cannot change one."""
+def declare(found: list[dict], runs: dict[str, dict[int, dict]]) -> list[dict]:
+    """Mark the fields each flipped item's expectations declare as Spark's own variation
+    (`expect: {varies: {field: why}}`, as resolved for the case: in its record). The
+    verdict is never one: a declared field may not be asserted (harness.scenario.checks),
+    so it cannot change one."""
+    # A cross-strategy check has no expectations of its own: its scenario's cases' apply.
+    by_scenario: dict[str, dict] = {}
+    for records in runs.values():
+        first = next(iter(records.values()))
+        by_scenario.setdefault(first.get("scenario_id"), {}).update((first.get("expected") or {}).get("varies") or {})
     for flip in found:
-        covered = {key: why for declared, why in (varies_of(flip["file"]) or {}).items()
+        first = next(iter(runs[flip["case_id"]].values()))
+        varies = (first.get("expected") or {}).get("varies") if first.get("kind") == "case" else \
+            by_scenario.get(first.get("scenario_id"))
+        covered = {key: why for declared, why in (varies or {}).items()
                    for key in DECLARABLE.get(declared, ())}
         for field in flip["fields"]:
             if field["key"] in covered:

@@ -439,29 +439,32 @@ def _expectation_blocks(data: dict):
 
 # Each `varies` entry and the expectations that would assert it.
 VARYING_EXPECTATIONS = {"checksum": ("checksum", "result_rows"), "rows": ("rows", "result_rows"),
-                        "estimates": ("estimates",), "warnings": ("warnings",)}
+                        "estimates": ("estimates",), "warnings": ("warnings",), "stream_steps": ("batches",)}
 
 
 def _check_varies(at: Where, data: dict) -> None:
-    """A field the file declares as differing between runs is not asserted anywhere."""
-    varies = data.get("varies") or {}
+    """A field declared as differing between runs is not asserted where the declaration
+    is in force: in the base `expect`, and in each override merged over it (the override
+    replaces the fields it names, `varies` included)."""
+    base = data["expect"]
     for where, block in _expectation_blocks(data):
+        merged = block if where == ("expect",) else {**base, **block}
+        varies = merged.get("varies") or {}
         for declared, keys in VARYING_EXPECTATIONS.items():
             for key in keys:
-                if declared in varies and key in block:
-                    raise at.error(where + (key,), f"asserted, but `varies` says the {declared.replace('_', ' ')} "
-                                                   f"differs between runs ({varies[declared]})")
-        if "final_plan" in varies and block.get("plan") in ("final", "both"):
-            raise at.error(where + ("plan",), f"checks the final plan, which `varies` says differs between runs "
-                                              f"({varies['final_plan']})")
-        if "stream_steps" in varies and "batches" in block:
-            raise at.error(where + ("batches",), f"asserted, but `varies` says the stream steps differ between "
-                                                 f"runs ({varies['stream_steps']})")
-    if "stream_steps" in varies:
+                if declared in varies and key in merged:
+                    at_field = where + (key,) if key in block else ("expect", key)
+                    raise at.error(at_field, f"asserted, but `varies` says the {declared.replace('_', ' ')} "
+                                             f"differs between runs ({varies[declared]})")
+        if "final_plan" in varies and merged.get("plan") in ("final", "both"):
+            at_field = where + ("plan",) if "plan" in block else ("expect", "plan")
+            raise at.error(at_field, f"checks the final plan, which `varies` says differs between runs "
+                                     f"({varies['final_plan']})")
+    if "stream_steps" in (base.get("varies") or {}):
         for i, step in enumerate((data.get("stream") or {}).get("batches", [])):
             if "expect" in step:
                 raise at.error(("stream", "batches", i, "expect"), f"asserted, but `varies` says the stream steps "
-                                                                   f"differ between runs ({varies['stream_steps']})")
+                                                                   f"differ between runs ({base['varies']['stream_steps']})")
 
 
 def _check_patterns(at: Where, data: dict) -> None:

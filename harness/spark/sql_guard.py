@@ -24,7 +24,7 @@ each expression in it (subqueries included; `rand()` seeded or not, `uuid()`,
 `shuffle()`, `monotonically_increasing_id()` ...), and hold no expression of the clock
 (`current_timestamp()`, `now()`, `current_date()` ...: deterministic within one query
 for Spark, different on every run): its rows and checksum would differ between runs and
-between strategies. Unless the file says so is intended (`varies: {checksum: why}`):
+between strategies. Unless the file says so is intended (`expect: {varies: {checksum: why}}`):
 then neither the cross-strategy check nor the flake finder compares its checksum.
 """
 from __future__ import annotations
@@ -200,7 +200,7 @@ def check_analysed(frame, tables: set[str], allow_relations: bool = True, varies
     culprit = nondeterministic_expression(plan, tree)
     if culprit:
         raise SqlRefused(f"{culprit} is non-deterministic (Spark's analysed plan): the rows and checksum would "
-                         f"differ between runs; if that is intended, say why in `varies: {{checksum: ...}}`")
+                         f"differ between runs; if that is intended, say why in `expect: {{varies: {{checksum: ...}}}}`")
 
 
 def nondeterministic_expression(plan, tree=None) -> str | None:
@@ -308,7 +308,8 @@ def _check_scenario(spark, scenario) -> None:
 
 
 def declares_nondeterminism(data: dict) -> bool:
-    return NONDETERMINISM_ALLOWED_BY in (data.get("varies") or {})
+    """The base `expect` says the checksum varies (SQL is the same on every version)."""
+    return NONDETERMINISM_ALLOWED_BY in ((data.get("expect") or {}).get("varies") or {})
 
 
 def _check_batch_filters(data: dict, stand_ins: dict, varies: bool) -> None:

@@ -53,16 +53,33 @@ def test_the_same_red_on_every_run_is_not_a_flip():
 
 def test_a_field_the_scenario_declares_is_spark_variation_and_others_still_flip():
     first = fake_record(rows=10, checksum="00000000000000aa")
+    first["expected"]["varies"] = {"checksum": "uuid() by design"}
     second = copy.deepcopy(first)
     second["observed"]["checksum"] = "00000000000000bb"
-    declared = flakes.declare(flakes.flips(runs_of(first, second)), lambda file: {"checksum": "uuid() by design"})
+    runs = runs_of(first, second)
+    declared = flakes.declare(flakes.flips(runs), runs)
     assert declared[0]["spark_variation"] is True
     assert declared[0]["fields"][0]["spark_variation"] == "uuid() by design"
     assert "key" not in declared[0]["fields"][0]
     second["observed"]["rows"] = 11
-    declared = flakes.declare(flakes.flips(runs_of(first, second)), lambda file: {"checksum": "uuid() by design"})
+    runs = runs_of(first, second)
+    declared = flakes.declare(flakes.flips(runs), runs)
     assert declared[0]["spark_variation"] is False
     lines = flakes.summary_lines(declared, items=1, runs=2)
     assert lines[0] == "flake finder: 1 item(s) × 2 runs: 1 flipped"
     assert "    rows: run 1: 10; run 2: 11" in lines
     assert "    checksum (declared: uuid() by design): run 1: 00000000000000aa; run 2: 00000000000000bb" in lines
+
+
+def test_plan_text_cut_at_a_different_place_and_renumbered_stages_do_not_flip():
+    """The harness caps plan text; where the cap falls moves with the digits of the
+    expression ids before it. Adaptive query stages are numbered in creation order."""
+    first = fake_record(rows=10, checksum="00000000000000aa")
+    second = copy.deepcopy(first)
+    first["observed"]["initial"]["text"] = "ResultQueryStage 3\n+- ShuffleQueryStage 2\n   +- Project [k#12L, array(Ann,Bo... 90 more characters"
+    second["observed"]["initial"]["text"] = "ResultQueryStage 4\n+- ShuffleQueryStage 3\n   +- Project [k#1234L, array(An... 93 more characters"
+    assert flakes.flips(runs_of(first, second)) == []
+    second["observed"]["initial"]["text"] = "ResultQueryStage 4\n+- BroadcastQueryStage 3\n   +- Project [k#1234L, array(An... 93 more characters"
+    [flip] = flakes.flips(runs_of(first, second))
+    assert flip["fields"][0]["field"] == "initial plan.text"
+    assert "ShuffleQueryStage" in flip["fields"][0]["values"]["1"] and "BroadcastQueryStage" in flip["fields"][0]["values"]["2"]

@@ -1,6 +1,6 @@
 """Scenario SQL whose answer differs between runs is refused at collection, decided from
 Spark's analysed plan (its `deterministic`, and the clock), unless the file says so is
-intended (`varies: {checksum: why}`); a field declared as varying is never asserted."""
+intended (`expect: {varies: {checksum: why}}`); a field declared as varying is never asserted."""
 from __future__ import annotations
 
 import json
@@ -29,7 +29,7 @@ def test_a_non_deterministic_column_is_refused_naming_file_line_and_field(sessio
     message = refusal(session, write_scenario, with_expr(expression))
     assert message.startswith(str(write_scenario(with_expr(expression)))), message
     assert f":12: tables.b.columns.x.expr: {named} is non-deterministic" in message
-    assert "varies: {checksum: ...}" in message and "\n" not in message
+    assert "`expect: {varies: {checksum: ...}}`" in message and "\n" not in message
 
 
 def test_a_non_deterministic_filter_condition_or_query_is_refused(session, write_scenario):
@@ -53,7 +53,7 @@ def test_text_that_only_looks_non_deterministic_is_accepted(session, write_scena
 def test_declared_as_intended_it_runs_and_its_checksum_is_not_compared(session, write_scenario):
     from harness.check.agreement import run_agreement
     from harness.spark.sql_guard import check_scenario
-    text = with_expr("uuid()").replace("join:", "varies:\n  checksum: a uuid per row, by design\njoin:")
+    text = with_expr("uuid()") + "  varies:\n    checksum: a uuid per row, by design\n"
     scenario = load_scenario(write_scenario(text))
     check_scenario(session.spark, scenario)
     record = run_agreement(expand(scenario)[0], session)
@@ -69,17 +69,29 @@ def test_declared_as_intended_it_runs_and_its_checksum_is_not_compared(session, 
     ("warnings", "warnings: []", "expect.warnings"),
 ])
 def test_a_field_declared_as_varying_cannot_be_asserted(write_scenario, declared, expectation, field):
-    text = MINIMAL.replace("join:", f"varies:\n  {declared}: Spark's own choice\njoin:") + f"  {expectation}\n"
+    text = MINIMAL + f"  varies:\n    {declared}: Spark's own choice\n  {expectation}\n"
     with pytest.raises(ScenarioError) as info:
         load_scenario(write_scenario(text))
     assert f"{field}: " in str(info.value) and "`varies`" in str(info.value)
     assert "Spark's own choice" in str(info.value)
 
 
+def test_a_variation_declared_where_an_override_applies_is_checked_with_it(write_scenario):
+    """Declared in an override (some versions or cases only): the override merged over the
+    base may not assert the field; an override that stops asserting it may declare it."""
+    base = MINIMAL + "  plan: final\n  overrides:\n    - when: {spark: \"<3.2\"}\n"
+    with pytest.raises(ScenarioError, match=r"expect\.plan: checks the final plan, which `varies` says differs"):
+        load_scenario(write_scenario(base + "      varies: {final_plan: AQE re-plans by stage order}\n"))
+    scenario = load_scenario(write_scenario(base + "      plan: initial\n"
+                                            "      varies: {final_plan: AQE re-plans by stage order}\n"))
+    from harness.check.expect import resolve
+    case = expand(scenario)[0]
+    assert resolve(case, "3.1.3")["varies"] == {"final_plan": "AQE re-plans by stage order"}
+    assert "varies" not in resolve(case, "4.3.0")
+
+
 def test_an_unknown_varies_field_or_an_empty_reason_is_refused(write_scenario):
-    text = MINIMAL.replace("join:", "varies:\n  strategy: sometimes\njoin:")
-    with pytest.raises(ScenarioError, match=r"varies\.strategy"):
-        load_scenario(write_scenario(text))
-    text = MINIMAL.replace("join:", "varies:\n  checksum: \"\"\njoin:")
-    with pytest.raises(ScenarioError, match=r"varies\.checksum"):
-        load_scenario(write_scenario(text))
+    with pytest.raises(ScenarioError, match=r"expect\.varies\.strategy"):
+        load_scenario(write_scenario(MINIMAL + "  varies:\n    strategy: sometimes\n"))
+    with pytest.raises(ScenarioError, match=r"expect\.varies\.checksum"):
+        load_scenario(write_scenario(MINIMAL + "  varies:\n    checksum: \"\"\n"))
