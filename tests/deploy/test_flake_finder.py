@@ -55,6 +55,8 @@ def test_every_item_runs_k_times_and_a_flip_is_reported(pytester, session, monke
     assert results["flakes"] == {"runs": 3, "items": 2, "stress": 0, "flips": []}
     assert sorted(c["case_id"] for c in results["cases"]) == ["minimal", "minimal[inner-agree]"]
     result.stdout.fnmatch_lines(["flake finder: 2 item(s) × 3 runs: 0 flipped"])
+    page = (pytester.path / "out" / session.versions["spark"] / "index.html").read_text()
+    assert "Flake finder: 2 items × 3 runs" in page and "<b>0 flipped</b>" in page
 
     # a harness whose observation depends on the run: the finder names the field and values
     from harness.check import runner
@@ -75,6 +77,8 @@ def test_every_item_runs_k_times_and_a_flip_is_reported(pytester, session, monke
     assert flip["fields"] == [{"field": "verdict", "values": {"1": "passed", "2": "failed"}}]
     result.stdout.fnmatch_lines(["flake finder: 1 item(s) × 2 runs: 1 flipped", "*good.yaml:1: minimal: FLIPPED",
                                  "    verdict: run 1: passed; run 2: failed"])
+    page = (pytester.path / "out" / session.versions["spark"] / "index.html").read_text()
+    assert "<b>1 flipped</b>" in page and '<td class="msg">failed</td>' in page
 
 
 def test_the_store_is_bypassed(pytester, session):
