@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 SCENARIO_WORKERS := -n auto
 export PYTEST_XDIST_AUTO_NUM_WORKERS = $(WORKERS)
 
-.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix matrix merge accept diff flakes cluster-test connect-test test-browser clean
+.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes matrix merge accept diff flakes cluster-test connect-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -50,6 +50,10 @@ bench: env
 ## the harness against a plain PySpark script on a grid of 108 executed cases
 bench-grid: env
 	$(PY) bench/bench_grid.py
+
+## the flake finder's cost per run against a normal run of the same items (PATHS=)
+bench-flakes: env
+	$(PY) bench/bench_flakes.py $(PATHS)
 
 ## wall time of the whole matrix, per version and in total (VERSIONS= as for matrix;
 ## BASELINE=DIR compares every version's results with an earlier run's report folder)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import re
 
+from harness.spark import iceberg
+
 # What differs between two runs of one query however deterministic Spark is.
 RUN_IDENTITY = [
     (re.compile(r"#\d+L?"), "#"),
@@ -25,6 +27,10 @@ RUN_IDENTITY = [
     (re.compile(r"@[0-9a-f]{4,16}\b"), "@"),
     (re.compile(r"(?:file:)?/(?:[\w.+=-]+/)+[\w.+=-]*"), "<path>"),  # a worker's temporary folders
     (re.compile(r"\bepoch: \d+"), "epoch:"),
+    # a JVM lambda's class (`Strategy$$Lambda$4741/0x00007f3d492aa308`): numbered per JVM
+    (re.compile(r"\$\$Lambda\$?\d*/0x[0-9a-f]+"), "$$Lambda"),
+    # each worker process writes its Iceberg tables in a namespace of its own
+    (re.compile(rf"\b{iceberg.CATALOG}\.{iceberg.NAMESPACE}_\d+\."), f"{iceberg.CATALOG}.{iceberg.NAMESPACE}_<process>."),
     # which adaptive query stage got which number: the order stages were created in
     (re.compile(r"\b(ResultQueryStage|ShuffleQueryStage|BroadcastQueryStage|TableCacheQueryStage) \d+"), r"\1"),
     (re.compile(r"\b(?:subquery|ReusedSubquery|Subquery) ?#?\d+"), "subquery"),

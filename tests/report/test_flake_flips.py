@@ -83,3 +83,13 @@ def test_plan_text_cut_at_a_different_place_and_renumbered_stages_do_not_flip():
     [flip] = flakes.flips(runs_of(first, second))
     assert flip["fields"][0]["field"] == "initial plan.text"
     assert "ShuffleQueryStage" in flip["fields"][0]["values"]["1"] and "BroadcastQueryStage" in flip["fields"][0]["values"]["2"]
+
+
+def test_what_differs_per_jvm_and_per_worker_process_does_not_flip():
+    first = fake_record(rows=10, checksum="00000000000000aa")
+    second = copy.deepcopy(first)
+    first["observed"]["initial"]["text"] = ("Project DataSourceV2Strategy$$Lambda$4741/0x00007f3d492aa308@ +- BatchScan "
+                                            "harness_iceberg.scenario_23613.orders_5d07ce99[k#1]")
+    second["observed"]["initial"]["text"] = ("Project DataSourceV2Strategy$$Lambda$5725/0x00007f6cfa74f108@ +- BatchScan "
+                                             "harness_iceberg.scenario_23616.orders_5d07ce99[k#7]")
+    assert flakes.flips(runs_of(first, second)) == []
