@@ -94,3 +94,48 @@ def test_every_step_is_one_micro_batch_with_every_sides_rows(session, write_scen
     assert record.status == "passed", (record.message, record.observed.stream_steps)
     assert [step["micro_batches"] for step in record.observed.stream_steps] == [2, 1, 2]
     assert record.observed.stream_batches == 5
+
+
+ENDLESS_STEP = """\
+id: stream_endless_step
+description: one step whose micro-batch compares 40,000 x 40,000 rows of one key and keeps none
+timeout: 4
+tables:
+  views:
+    rows: 40000
+    columns:
+      ad: {expr: "0"}
+      vts: {uniform: {min: "2024-01-01 00:00:00", max: "2024-01-01 00:10:00"}, type: timestamp}
+  clicks:
+    rows: 40000
+    columns:
+      cad: {expr: "0"}
+      cts: {uniform: {min: "2024-01-01 00:00:00", max: "2024-01-01 00:10:00"}, type: timestamp}
+stream:
+  watermarks:
+    views: {column: vts, delay: "10 minutes"}
+    clicks: {column: cts, delay: "10 minutes"}
+  batches:
+    - add:
+        views: {where: "true"}
+        clicks: {where: "true"}
+join:
+  left: views
+  right: clicks
+  condition: "l.ad = r.cad AND r.cts >= l.vts AND r.cts <= l.vts + INTERVAL 1 HOUR AND l.ad > r.cad"
+expect:
+  strategy: StreamingSymmetricHashJoin
+"""
+
+
+def test_a_step_that_does_not_finish_is_cut_at_the_timeout_and_leaves_nothing(session, write_scenario):
+    """The case's timeout bounds a stream step too; its query is stopped and its source
+    and checkpoint removed, and the session streams again right after."""
+    streams_root = session.workdir / "streams"
+    before = set(streams_root.iterdir()) if streams_root.exists() else set()
+    record = run_case(expand(load_scenario(write_scenario(ENDLESS_STEP)))[0], session)
+    assert record.status == "timeout", record.message
+    assert not session.spark.streams.active
+    assert (set(streams_root.iterdir()) if streams_root.exists() else set()) == before
+    again = run_case(expand(load_scenario(write_scenario(STEPS, "steps.yaml")))[0], session)
+    assert again.status == "passed", again.message
