@@ -94,6 +94,7 @@ def _add_plan_texts(record: CaseRecord, plan_objects: dict, policy: str, plans) 
     """`all`: every case's plans in the report; `failed`: only for cases that did not
     pass. A plan holding a Faker pool (an array literal) takes ~40 ms to print."""
     if policy == "failed" and record.status == "passed":
+        record.observed.initial.text = ""  # an adaptive plan's, printed before it ran
         return
     for which, plan in plan_objects.items():
         view = record.observed.plan(which)
@@ -191,6 +192,11 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
     scope.check_timeout()
 
     if execute:
+        if observed.adaptive:
+            # The adaptive plan object is the one that runs, re-planned as it goes: printed
+            # afterwards it would show the final plan (which stage finished first and all).
+            observed.initial.text = printable(plans.plan_text(plan))
+            plan_objects.pop("initial")
         start = time.perf_counter()
         ran, shared = _execute(session, frame, plan, shareable=not collect_rows)
         if shared:

@@ -134,7 +134,8 @@ def flips(runs: dict[str, dict[int, dict]]) -> list[dict]:
             values = [per_run[n].get(key) for n in numbers]
             for path in _differing_paths(values)[:MAX_PATHS]:
                 shown = _shown([_text(_at(per_run[n].get(key), path)) for n in numbers])
-                fields.append({"key": key, "field": name + path, "values": dict(zip(map(str, numbers), shown))})
+                fields.append({"key": key, "path": path, "field": name + path,
+                               "values": dict(zip(map(str, numbers), shown))})
         if not fields:
             continue
         first = by_run[numbers[0]]
@@ -143,10 +144,16 @@ def flips(runs: dict[str, dict[int, dict]]) -> list[dict]:
     return found
 
 
-# A scenario's `varies` entry → the observation fields it covers.
-DECLARABLE = {"final_plan": ("final",), "checksum": ("checksum", "result_rows", "agreement"),
-              "rows": ("rows", "result_rows", "agreement"), "estimates": ("estimates",), "warnings": ("warnings",),
-              "stream_steps": ("stream_steps", "stream_batches")}
+# A `varies` entry → the places of a record it covers (`field.path`, as flips name them).
+DECLARABLE = {
+    "final_plan": r"final(\W.*)?|agreement\[\d+\]\.(strategy|build_side)|strategies(\W.*)?",
+    "plan_text": r"(initial|final)\.text",
+    "checksum": r"checksum|result_rows(\W.*)?|agreement\[\d+\]\.checksum",
+    "rows": r"rows|result_rows(\W.*)?|agreement\[\d+\]\.rows",
+    "estimates": r"estimates(\W.*)?",
+    "warnings": r"warnings(\W.*)?",
+    "stream_steps": r"stream_steps(\W.*)?|stream_batches",
+}
 
 
 def declare(found: list[dict], runs: dict[str, dict[int, dict]]) -> list[dict]:
@@ -163,15 +170,15 @@ def declare(found: list[dict], runs: dict[str, dict[int, dict]]) -> list[dict]:
         first = next(iter(runs[flip["case_id"]].values()))
         varies = (first.get("expected") or {}).get("varies") if first.get("kind") == "case" else \
             by_scenario.get(first.get("scenario_id"))
-        covered = {key: why for declared, why in (varies or {}).items()
-                   for key in DECLARABLE.get(declared, ())}
         for field in flip["fields"]:
-            if field["key"] in covered:
-                field["spark_variation"] = covered[field["key"]]
+            for declared, why in (varies or {}).items():
+                if re.fullmatch(DECLARABLE[declared], field["key"] + field["path"]):
+                    field["spark_variation"] = why
+                    break
         flip["spark_variation"] = all("spark_variation" in f for f in flip["fields"])
     for flip in found:
         for field in flip["fields"]:
-            field.pop("key")
+            del field["key"], field["path"]
     return found
 
 

@@ -43,7 +43,8 @@ def test_a_verdict_that_flips_is_named_with_its_values():
     second = copy.deepcopy(first)
     second["status"] = "failed"
     found = flakes.flips(runs_of(first, second))
-    assert found[0]["fields"] == [{"key": "verdict", "field": "verdict", "values": {"1": "passed", "2": "failed"}}]
+    assert found[0]["fields"] == [{"key": "verdict", "path": "", "field": "verdict",
+                                   "values": {"1": "passed", "2": "failed"}}]
 
 
 def test_the_same_red_on_every_run_is_not_a_flip():
@@ -60,7 +61,7 @@ def test_a_field_the_scenario_declares_is_spark_variation_and_others_still_flip(
     declared = flakes.declare(flakes.flips(runs), runs)
     assert declared[0]["spark_variation"] is True
     assert declared[0]["fields"][0]["spark_variation"] == "uuid() by design"
-    assert "key" not in declared[0]["fields"][0]
+    assert "key" not in declared[0]["fields"][0] and "path" not in declared[0]["fields"][0]
     second["observed"]["rows"] = 11
     runs = runs_of(first, second)
     declared = flakes.declare(flakes.flips(runs), runs)
@@ -93,3 +94,19 @@ def test_what_differs_per_jvm_and_per_worker_process_does_not_flip():
     second["observed"]["initial"]["text"] = ("Project DataSourceV2Strategy$$Lambda$5725/0x00007f6cfa74f108@ +- BatchScan "
                                              "harness_iceberg.scenario_23616.orders_5d07ce99[k#7]")
     assert flakes.flips(runs_of(first, second)) == []
+
+
+def test_a_varying_final_plan_covers_the_as_written_strategy_of_the_cross_strategy_check():
+    check = fake_record(rows=10, checksum="00000000000000aa")
+    check.update(kind="agreement", case_id="c[inner-agree]")
+    check["observed"] = {"agreement": [{"forced": "as written", "strategy": "BroadcastHashJoin", "build_side": "left",
+                                        "rows": 10, "checksum": "aa"}], "strategies": ["BroadcastHashJoin (left)"]}
+    other = copy.deepcopy(check)
+    other["observed"]["agreement"][0]["build_side"] = "right"
+    other["observed"]["strategies"] = ["BroadcastHashJoin (right)"]
+    case = fake_record(rows=10, checksum="00000000000000aa")
+    case["expected"]["varies"] = {"final_plan": "AQE re-plans by stage order"}
+    runs = {**runs_of(check, other), **runs_of(case, copy.deepcopy(case))}
+    [flip] = flakes.declare(flakes.flips(runs), runs)
+    assert flip["case_id"] == "c[inner-agree]" and flip["spark_variation"] is True
+    assert {f["field"] for f in flip["fields"]} == {"cross-strategy answers[0].build_side", "strategies[0]"}
