@@ -26,8 +26,8 @@ are removed from the result.
 """
 from __future__ import annotations
 
-import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -347,12 +347,14 @@ def _files_read(query) -> int:
     read = 0
     for progress in _executed(query):
         for source in _field(progress, "sources") or []:
-            offset = _field(source, "endOffset")
-            if isinstance(offset, str):
-                offset = json.loads(offset) if offset.strip().startswith("{") else None
-            if isinstance(offset, dict) and offset.get("logOffset") is not None:
-                read = max(read, int(offset["logOffset"]) + 1)
+            # a dict (3.x), JSON text (4.x), or a dict's Python text (4.0's classic progress)
+            found = LOG_OFFSET.search(str(_field(source, "endOffset")))
+            if found:
+                read = max(read, int(found.group(1)) + 1)
     return read
+
+
+LOG_OFFSET = re.compile(r"""["']?logOffset["']?\s*[:=]\s*(\d+)""")
 
 
 def _progress(progress, key: str):
