@@ -250,6 +250,13 @@ def _superclasses(cls):
         cls = cls.getSuperclass()
 
 
+def describe(exc: BaseException) -> str:
+    """One line for a parse or analysis error of scenario SQL."""
+    text = str(getattr(exc, "desc", None) or exc)
+    text = re.sub(r"\s*(==|JVM stacktrace).*", "", text, flags=re.S)
+    return one_line(text.strip())[:300]
+
+
 # --------------------------------------------------------------------------- a scenario
 
 def check_scenario(spark, scenario) -> None:
