@@ -367,20 +367,52 @@ def _compare_steps(expected: list[dict], steps: list[dict], unchecked) -> list[s
 
 
 PRUNED = ("broadcast", "subquery")
+# Before AQE has run, a pruning filter's fate is AQE's to decide: the join's broadcast when
+# the join is (or becomes) a broadcast join, else a subquery of its own (`adaptive`) or
+# dropped (`adaptive_reuse_only`: reuseBroadcastOnly).
+ADAPTIVE = ("adaptive", "adaptive_reuse_only")
+
+
+def _pruning_kinds(scans: list[dict], top: dict | None, side: str) -> list[str]:
+    """The pruning of a table's scans below one side of the top join; a decision AQE has
+    still to make is made here when the plan already fixes it: a broadcast hash join that
+    builds the other side is the broadcast AQE reuses (it never turns a broadcast join
+    back into a shuffled one)."""
+    other = "right" if side == "left" else "left"
+    reused = top is not None and top.get("strategy") == "BroadcastHashJoin" and top.get("build_side") == other
+    return sorted({("broadcast" if reused and scan["pruning"] in ADAPTIVE else scan["pruning"]) for scan in scans})
+
+
+def undecided_pruning(expected: list[dict], joins: list[dict]) -> list[str]:
+    """The tables whose expected pruning this (initial adaptive) plan leaves to AQE: a
+    reuse of the broadcast asked where AQE may still make one, or pruning itself asked
+    where AQE may still drop it."""
+    scans, top = _top_scans(joins) or {}, joins[0] if joins else None
+    out = []
+    for want in expected:
+        kinds = [kind for side in ("left", "right")
+                 for kind in _pruning_kinds([s for s in scans.get(side) or [] if s["table"] == want["table"]], top, side)]
+        if ("adaptive_reuse_only" in kinds and not set(kinds) & set(PRUNED)) or \
+                ("adaptive" in kinds and "reuses_broadcast" in want and "broadcast" not in kinds):
+            out.append(want["table"])
+    return out
 
 
 def _compare_pruning(expected: list[dict], joins: list[dict], which: str) -> list[str]:
     scans = _top_scans(joins) or {}
-    every = [scan for side in ("left", "right") for scan in scans.get(side) or []]
+    top = joins[0] if joins else None
     problems = []
     for want in expected:
-        mine = [scan for scan in every if scan["table"] == want["table"]]
-        if not mine:
+        kinds = sorted({kind for side in ("left", "right")
+                        for kind in _pruning_kinds([s for s in scans.get(side) or [] if s["table"] == want["table"]],
+                                                   top, side)})
+        if not kinds:
             problems.append(f"{which} plan: no scan of table {want['table']} below the top join to check its "
                             f"dynamic partition pruning")
             continue
-        kinds = sorted({scan["pruning"] for scan in mine})
-        pruned = any(kind in PRUNED for kind in kinds)
+        if want["table"] in undecided_pruning([want], joins):
+            continue  # not checkable: said by not_checkable
+        pruned = any(kind in PRUNED + ("adaptive",) for kind in kinds)
         said = ", ".join(PRUNING_WORDS[kind] for kind in kinds)
         if pruned != want["pruned"]:
             problems.append(f"{which} plan: expected {want['table']} {'' if want['pruned'] else 'not '}"
@@ -394,7 +426,11 @@ def _compare_pruning(expected: list[dict], joins: list[dict], which: str) -> lis
 
 PRUNING_WORDS = {"none": "no pruning filter", "broadcast": "a pruning filter on the join's broadcast",
                  "subquery": "a pruning filter with a subquery of its own",
-                 "dropped": "a pruning filter Spark dropped (no broadcast to reuse)"}
+                 "dropped": "a pruning filter Spark dropped (no broadcast to reuse)",
+                 "adaptive": "a pruning filter AQE keeps at run time (on the join's broadcast if the join becomes "
+                             "a broadcast join, else by a subquery of its own)",
+                 "adaptive_reuse_only": "a pruning filter AQE decides at run time (kept on the join's broadcast if "
+                                        "the join becomes a broadcast join, else dropped)"}
 
 
 def not_checkable(expected: dict, observed: Observation) -> list[str]:
@@ -403,10 +439,15 @@ def not_checkable(expected: dict, observed: Observation) -> list[str]:
     if observed.error:
         return []
     out = _steps_unreported(expected, observed)
+    plan_mode = expected.get("plan")
+    if "dynamic_pruning" in expected and plan_mode == "initial" and observed.initial is not None:
+        wanted = expected["dynamic_pruning"]
+        undecided = undecided_pruning(wanted if isinstance(wanted, list) else [wanted], observed.initial.joins)
+        if undecided:
+            out.append(f"dynamic_pruning of {', '.join(undecided)} (decided by AQE at run time)")
     gone = set(observed.unavailable or [])
     if not gone:
         return out
-    plan_mode = expected.get("plan")
     if "warnings" in expected and "warnings" in gone:
         out.append("warnings")
     if "operators" in expected and "operators" in gone:

@@ -158,9 +158,11 @@ def batch_scan(node, table_names: dict | None) -> dict:
 
 def pruning_of(scan) -> str:
     """The scan's dynamic partition pruning: `none`; `broadcast` (a subquery on the join's
-    broadcast: SubqueryBroadcast, or SubqueryAdaptiveBroadcast before AQE runs);
-    `subquery` (a subquery of its own); `dropped` (planned, then replaced by `true`: no
-    broadcast to reuse while only reuse was allowed)."""
+    broadcast: SubqueryBroadcast); `subquery` (a subquery of its own); `dropped`
+    (planned, then replaced by `true`: no broadcast to reuse while only reuse was
+    allowed); before AQE has run, a SubqueryAdaptiveBroadcast, whose fate AQE decides
+    once it knows the join: `adaptive` (the join's broadcast if there is one, else a
+    subquery of its own) or `adaptive_reuse_only` (the broadcast, else dropped)."""
     filters = _safe_call(lambda: scan.partitionFilters())
     for i in range(filters.size() if filters is not None else 0):
         expression = filters.apply(i)
@@ -170,6 +172,8 @@ def pruning_of(scan) -> str:
         if str(child.nodeName()) == "Literal":
             return "dropped"
         subquery = _safe_call(child.plan)
+        if subquery is not None and _kind(subquery) == "SubqueryAdaptiveBroadcast":
+            return "adaptive_reuse_only" if _safe_call(subquery.onlyInBroadcast) is not False else "adaptive"
         return "broadcast" if subquery is not None and "Broadcast" in _kind(subquery) else "subquery"
     return "none"
 

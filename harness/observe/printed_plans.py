@@ -226,8 +226,15 @@ def _printed_pruning(scan: dict) -> str:
         return "none"
     if found.group(1):
         return "dropped"
-    subqueries = [_operator(child) for child in scan["children"] if _operator(child).startswith("Subquery")]
-    return "broadcast" if any("Broadcast" in name for name in subqueries) else "subquery"
+    subqueries = [child for child in scan["children"] if _operator(child).startswith("Subquery")]
+    adaptive = [child for child in subqueries if _operator(child) == "SubqueryAdaptiveBroadcast"]
+    if adaptive:  # `SubqueryAdaptiveBroadcast dynamicpruning#7, [0], true, ...`: only in a broadcast
+        only_in_broadcast = ADAPTIVE_ONLY_IN_BROADCAST.search(adaptive[0]["text"])
+        return "adaptive" if only_in_broadcast and only_in_broadcast.group(1) == "false" else "adaptive_reuse_only"
+    return "broadcast" if any("Broadcast" in _operator(child) for child in subqueries) else "subquery"
+
+
+ADAPTIVE_ONLY_IN_BROADCAST = re.compile(r"SubqueryAdaptiveBroadcast \S+, (?:\[[^\]]*\]|\d+), (true|false)\b")
 
 
 def _tables_below(node: dict, table_names: dict) -> set:

@@ -25,6 +25,8 @@ from harness.scenario.tables import (
     MAX_PARTITIONS,
     as_hint_list,
     bucket_combinations,
+    byte_size,
+    catalog_partition_value_problem,
     column_type,
     hint_name,
     iceberg_column_problems,
@@ -335,6 +337,9 @@ def _check_stats(at: Where, data: dict) -> None:
             continue
         stats, schema = table["stats"], literal_schema(table)
         where = ("tables", tname, "stats")
+        if "size_bytes" not in stats and (stats or not table.get("partition_by") or is_iceberg(table)):
+            raise at.error(where, "statistics need `size_bytes` (only a partitioned table never ANALYZEd has "
+                                  "none: `stats: {}`, its partitions listed with their sizes)")
         if "columns" in stats and "rows" not in stats:
             raise at.error(where + ("columns",), "column statistics need `rows` (Spark ignores them without a "
                                                  "row count)")
@@ -490,6 +495,7 @@ def _check_patterns(at: Where, data: dict) -> None:
 def _check_layouts(at: Where, data: dict) -> None:
     """`bucket_by` and `partition_by` name columns of their table, on a catalog table."""
     for name, table in data["tables"].items():
+        _check_partition_values_owner(at, ("tables", name), table)
         if is_iceberg(table) or any(key in table for key in ICEBERG_ONLY):
             _check_iceberg_layout(at, ("tables", name), name, table)
             continue
@@ -503,11 +509,6 @@ def _check_layouts(at: Where, data: dict) -> None:
         if table.get("materialize") != "catalog" and not is_stats_only(table):
             raise at.error(where + (next(iter(layout)),), "a bucketed or partitioned layout needs `materialize: "
                            "catalog` or a statistics-only table (a table in the catalog)")
-        if is_stats_only(table) and "partition_by" in layout:
-            raise at.error(where + ("partition_by",), "a statistics-only table cannot be partitioned: once a plan "
-                           "filters on a partition column (a join on it does), Spark sizes the table from the files "
-                           "of the partitions it keeps, none in an empty table, and the statistics are lost "
-                           "(measured on 4.3.0); use `materialize: catalog` with generated rows")
         columns = list(table.get("columns") or table.get("schema") or {})
         named = []
         if "bucket_by" in layout:
@@ -523,9 +524,70 @@ def _check_layouts(at: Where, data: dict) -> None:
             raise at.error(where + ("partition_by",), "a table cannot be partitioned by all of its columns")
         if partition & set(layout.get("bucket_by", {}).get("columns", [])):
             raise at.error(where + ("bucket_by", "columns"), "a bucket column cannot also be a partition column")
+        if is_stats_only(table) and partition:
+            _check_catalog_partitions(at, where, table)
 
 
-ICEBERG_ONLY = ("sort_by", "files_per_partition", "properties", "partition_values")
+def _check_partition_values_owner(at: Where, where: tuple, table: dict) -> None:
+    if "partition_values" in table and not is_stats_only(table):
+        raise at.error(where + ("partition_values",), "`partition_values` lists a statistics-only table's "
+                       "partitions (a table with rows has the partitions of its rows)")
+
+
+def _check_catalog_partitions(at: Where, where: tuple, table: dict) -> None:
+    """A statistics-only parquet table's partitions: every one listed with its values (of
+    the partition columns' types) and its size, none twice, adding up to the table's
+    statistics. Spark sizes a scan that prunes partitions by the files of the kept ones:
+    a partition left out would weigh nothing there."""
+    listed = table.get("partition_values")
+    columns = table["partition_by"]
+    if not listed:
+        raise at.error(where + ("partition_by",), "list the table's partitions in `partition_values` (each its "
+                       "values and size_bytes): a plan that prunes them is sized by the kept partitions alone")
+    stats, seen = table["stats"], set()
+    for i, partition in enumerate(listed):
+        at_partition = where + ("partition_values", i)
+        values = partition["values"]
+        if len(values) != len(columns):
+            raise at.error(at_partition + ("values",), f"{len(values)} value(s) for the {len(columns)} column(s) "
+                           "of partition_by")
+        for j, (column, value) in enumerate(zip(columns, values)):
+            type_name = column_type(table, column)
+            problem = catalog_partition_value_problem(type_name, value)
+            if problem is None and not _partition_value_fits(value, type_name):
+                problem = f"{excerpt(value)} is not a {type_name}"
+            if problem:
+                raise at.error(at_partition + ("values", j), problem)
+        key = tuple(map(partition_text, values))
+        if key in seen:
+            raise at.error(at_partition + ("values",), "the same partition twice")
+        seen.add(key)
+        if "size_bytes" not in partition:
+            raise at.error(at_partition, "a partition of a parquet table needs `size_bytes` (what Spark sizes a "
+                           "pruned scan by)")
+    _check_partition_totals(at, where, listed, stats)
+
+
+def _partition_value_fits(value, type_name: str) -> bool:
+    """In range for an integer column; a real date for a date column."""
+    if value is None or (type_name not in _INT_RANGES and type_name != "date"):
+        return True
+    return _literal_fits(partition_text(value) if type_name == "date" else value, type_name)
+
+
+def _check_partition_totals(at: Where, where: tuple, listed: list, stats: dict) -> None:
+    """The partitions add up to the table: its size (when each partition has one) and its
+    rows (when each has a count and the table has one)."""
+    for key, what in (("size_bytes", "bytes"), ("rows", "rows")):
+        if key not in stats or not all(key in p for p in listed):
+            continue
+        total = sum(p[key] for p in listed)
+        if total != stats[key]:
+            raise at.error(where + ("partition_values",), f"the partitions hold {total:,} {what}, stats.{key} says "
+                           f"{stats[key]:,}")
+
+
+ICEBERG_ONLY = ("sort_by", "files_per_partition", "properties")
 
 
 def _check_iceberg_layout(at: Where, where: tuple, name: str, table: dict) -> None:
@@ -535,9 +597,6 @@ def _check_iceberg_layout(at: Where, where: tuple, name: str, table: dict) -> No
     if not is_iceberg(table):
         key = next(key for key in ICEBERG_ONLY if key in table)
         raise at.error(where + (key,), f"`{key}` is an Iceberg table's: add `format: iceberg`")
-    if "partition_values" in table and not (is_stats_only(table) and is_iceberg(table)):
-        raise at.error(where + ("partition_values",), "`partition_values` lists a statistics-only Iceberg table's "
-                       "partitions (a table with rows has the partitions of its rows)")
     if not is_derived(table) and not is_stats_only(table) and table.get("materialize") != "catalog":
         raise at.error(where + ("format",), "`format: iceberg` is for a catalog table of generated or literal rows: "
                        "add `materialize: catalog`")
@@ -595,6 +654,9 @@ def _check_iceberg_stats(at: Where, where: tuple, table: dict) -> None:
                        "`partition_by`")
     seen = set()
     for i, partition in enumerate(listed):
+        if "rows" not in partition:
+            raise at.error(where + ("partition_values", i), "a partition of an Iceberg table needs `rows` (Spark "
+                           "sizes an Iceberg scan by its files' record counts)")
         values = partition["values"]
         if len(values) != len(spec):
             raise at.error(where + ("partition_values", i, "values"), f"{len(values)} value(s) for the "
@@ -607,10 +669,7 @@ def _check_iceberg_stats(at: Where, where: tuple, table: dict) -> None:
         if key in seen:
             raise at.error(where + ("partition_values", i, "values"), "the same partition twice")
         seen.add(key)
-    total = sum(p["rows"] for p in listed)
-    if total != stats["rows"]:
-        raise at.error(where + ("partition_values",), f"the partitions hold {total:,} rows, stats.rows says "
-                       f"{stats['rows']:,}")
+    _check_partition_totals(at, where, listed, stats)
 
 
 def _check_pruned_tables(at: Where, data: dict) -> None:
@@ -629,7 +688,21 @@ def _check_pruned_tables(at: Where, data: dict) -> None:
                 raise at.error(field_path, f"'{want['table']}' is not a table of this file{did_you_mean(want['table'], tables)}")
 
 
-SEMANTIC_CHECKS = (_check_join_tables, _check_derived, _check_literal_rows, _check_stats, _check_columns, _check_layouts,
+def _read_sizes(at: Where, data: dict) -> None:
+    """Sizes a file writes as text (`40 GiB`) made bytes, in place: the one step here that
+    rewrites the file's data, first, so that every later check and the harness read bytes."""
+    for name, table in data["tables"].items():
+        places = [(("stats",), table.get("stats") or {})]
+        places += [(("partition_values", i), p) for i, p in enumerate(table.get("partition_values") or [])]
+        for where, holder in places:
+            if "size_bytes" in holder:
+                try:
+                    holder["size_bytes"] = byte_size(holder["size_bytes"])
+                except ValueError as exc:
+                    raise at.error(("tables", name) + where + ("size_bytes",), str(exc)) from None
+
+
+SEMANTIC_CHECKS = (_read_sizes, _check_join_tables, _check_derived, _check_literal_rows, _check_stats, _check_columns, _check_layouts,
                    _check_pruned_tables, _check_join_columns, _check_stream_shape, _check_plan_only, _check_synthetic, _check_all_hints, _check_confs,
                    _check_version_specifiers, _check_patterns, _check_varies)
 

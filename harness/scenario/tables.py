@@ -317,3 +317,54 @@ def declares_iceberg(paths) -> bool:
             except OSError:
                 continue
     return False
+
+
+# ---- sizes as a file writes them: a whole number of bytes, or `40 GiB`
+
+SIZE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
+_SIZE = re.compile(r"^\s*(?P<number>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[A-Za-z]+)\s*$")
+MAX_BYTES = 2 ** 63 - 1
+
+
+def byte_size(value) -> int:
+    """Bytes from a whole number or a text like `40 GiB` / `1.5 TiB` (binary units, as
+    Spark prints sizes); ValueError saying what is wrong."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a size")
+    if isinstance(value, int):
+        size = value
+    else:
+        found = _SIZE.match(str(value))
+        if not found or found.group("unit") not in SIZE_UNITS:
+            raise ValueError(f"{str(value)[:40]!r} is not a size: write a whole number of bytes or a number and "
+                             f"one of {', '.join(SIZE_UNITS)} (e.g. '40 GiB')")
+        number, unit = found.group("number"), SIZE_UNITS[found.group("unit")]
+        whole, _, fraction = number.partition(".")
+        size = int(whole) * unit + (int(fraction) * unit) // (10 ** len(fraction)) if fraction else int(whole) * unit
+    if not 0 <= size <= MAX_BYTES:
+        raise ValueError(f"{value!r} is out of range (0 to {MAX_BYTES:,} bytes)")
+    return size
+
+
+# ---- a statistics-only catalog (parquet) table's partitions: registered in the catalog,
+# each directory holding sparse files of its size (harness.spark.stats_only)
+
+CATALOG_PARTITION_TYPES = ("int", "long", "bigint", "smallint", "short", "tinyint", "byte", "string", "date",
+                           "boolean")
+
+
+def catalog_partition_value_problem(type_name: str | None, value) -> str | None:
+    """Why `value` cannot be a partition value of a catalog table's column of that type
+    (None: it can; a null is the null partition)."""
+    if value is None:
+        return None
+    base = (type_name or "").rstrip("?")
+    if base not in CATALOG_PARTITION_TYPES:
+        return f"partitions of a {base} column cannot be replayed (int, long, string, date or boolean columns)"
+    if base == "string":
+        if not isinstance(value, str) or not 1 <= len(value) <= 1000:
+            return f"a string partition value (1 to 1,000 characters), not {value!r}"[:200]
+        if any(ord(ch) < 32 for ch in value):
+            return "a partition value cannot hold control characters"
+        return None
+    return partition_value_problem(Transform("identity", "c"), base, value)

@@ -107,7 +107,9 @@ def generated(table: dict, scale: float, max_rows: int) -> dict:
     full_rows = stats.get("rows")
     if full_rows is None:  # size only: rows as Spark's default row width would give them
         width = sum(TYPE_WIDTH.get(_base(t), 8) for t in schema.values()) or 8
-        full_rows = max(1, stats["size_bytes"] // width)
+        size = stats["size_bytes"] if "size_bytes" in stats else \
+            sum(p["size_bytes"] for p in table["partition_values"])  # a partitioned table never ANALYZEd
+        full_rows = max(1, size // width)
     column_stats = stats.get("columns") or {}
     kept = {name: distinct_kept(s["distinct"], scale) for name, s in column_stats.items() if s.get("distinct")}
     # enough rows for the keys a table holds (a 500k-row dimension at 0.001 keeps 1,000)

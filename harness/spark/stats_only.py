@@ -15,8 +15,10 @@ the table's statistics are constructed inside the JVM from those.
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
-from harness.scenario.tables import literal_schema
+from harness.core.text import quoted_identifier
+from harness.scenario.tables import literal_schema, partition_text
 
 # CatalogColumnStat's property names, and the version of that format (2 since Spark 2.4).
 STAT_KEYS = {"distinct": "distinctCount", "nulls": "nullCount", "min": "min", "max": "max",
@@ -27,7 +29,7 @@ STATS_FORMAT_VERSION = "2"
 def stats_only_table(spark, table_name: str, spec: dict):
     """The empty catalog table carrying the spec's statistics (created once per worker:
     its name holds a fingerprint of the spec), with its declared bucket spec and
-    partition columns: a production layout replayed without its data."""
+    partition columns, and its partitions: a production layout replayed without its data."""
     if not spark._jsparkSession.catalog().tableExists(table_name):
         if spec.get("bucket_by") or spec.get("partition_by"):
             # the writer's own bucketBy/sortBy/partitionBy over no rows: no DDL text either
@@ -35,8 +37,67 @@ def stats_only_table(spark, table_name: str, spec: dict):
         else:
             # through the catalog API with a parsed schema: no DDL text is built from the file
             spark.catalog.createTable(table_name, source="parquet", schema=struct_type(spec))
-        inject(spark, table_name, spec)
+        if spec.get("partition_values"):
+            add_partitions(spark, table_name, spec)
+        if spec["stats"]:  # after the partitions: recovering them drops a table's statistics
+            inject(spark, table_name, spec)
     return spark.table(table_name)
+
+
+# ext4 holds files up to 16 TiB: a partition is as many files of at most this length as its size needs.
+SPARSE_FILE_BYTES = 1 << 40
+DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
+# Spark's ExternalCatalogUtils.escapePathName: the characters written %XX in a partition
+# directory's name (control characters are refused at collection).
+_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
+
+
+def escape_path_name(text: str) -> str:
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in text)
+
+
+def partition_directory(columns: list[str], values: list) -> str:
+    """A partition's directory under its table, as Spark names it (the null partition:
+    Hive's default partition name)."""
+    parts = []
+    for column, value in zip(columns, values):
+        text = partition_text(value)
+        parts.append(f"{escape_path_name(column)}={DEFAULT_PARTITION_NAME if text in (None, '') else escape_path_name(text)}")
+    return "/".join(parts)
+
+
+def add_partitions(spark, table_name: str, spec: dict) -> None:
+    """Every listed partition: its directory in the table's location holding files of the
+    partition's size that occupy no disk (sparse: never written, never read: the cases
+    are planned, not run), then registered in the catalog by Spark's own RECOVER
+    PARTITIONS, which reads the values back from the directory names. A plan that prunes
+    partitions lists the kept ones' files and is sized by their length, as over the
+    production table; one that does not is sized by the table's statistics."""
+    location = Path(table_location(spark, table_name)).resolve()
+    for partition in spec["partition_values"]:
+        directory = (location / partition_directory(spec["partition_by"], partition["values"])).resolve()
+        if location not in directory.parents:  # a value never names a path: escaped above, and checked here
+            raise ValueError(f"partition {partition['values']!r} would leave the table's folder")
+        directory.mkdir(parents=True, exist_ok=True)
+        write_sparse_files(directory, partition["size_bytes"])
+    spark.sql(f"ALTER TABLE {quoted_identifier(table_name)} RECOVER PARTITIONS")
+
+
+def write_sparse_files(directory: Path, size: int) -> None:
+    """Files adding up to `size` bytes that hold no blocks on disk."""
+    index = 0
+    while size > 0:
+        length = min(size, SPARSE_FILE_BYTES)
+        with open(directory / f"part-{index:05d}-statistics-only.parquet", "wb") as handle:
+            handle.truncate(length)
+        size -= length
+        index += 1
+
+
+def table_location(spark, table_name: str) -> str:
+    state = spark._jsparkSession.sessionState()
+    identifier = state.sqlParser().parseTableIdentifier(table_name)
+    return str(state.catalog().getTableMetadata(identifier).location().getPath())
 
 
 def with_layout(writer, spec: dict):

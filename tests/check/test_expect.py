@@ -286,6 +286,34 @@ def test_dynamic_pruning_of_a_table_and_whether_it_reuses_the_broadcast():
     assert expect.not_checkable({"plan": "initial", "dynamic_pruning": [on_broadcast]}, printed) == ["dynamic_pruning"]
 
 
+def test_pruning_aqe_has_still_to_decide_is_judged_only_where_the_initial_plan_fixes_it():
+    join = {"join_type": "Inner", "left_keys": "", "right_keys": "", "condition": "", "null_aware": False}
+
+    def plan(strategy, build_side, pruning):
+        return Observation.from_json({"initial": {"joins": [{**join, "strategy": strategy, "build_side": build_side,
+                                                              "scans": {"left": [_scan("sales", pruning=pruning)],
+                                                                        "right": [_scan("stores")]}}]}})
+    reused = {"table": "sales", "pruned": True, "reuses_broadcast": True}
+    # a broadcast hash join building the other side is the broadcast AQE reuses
+    for kind in ("adaptive", "adaptive_reuse_only"):
+        seen = plan("BroadcastHashJoin", "right", kind)
+        assert expect.compare({"plan": "initial", "dynamic_pruning": [reused]}, seen) == []
+        assert expect.not_checkable({"plan": "initial", "dynamic_pruning": [reused]}, seen) == []
+    # a sort-merge join: AQE keeps an `adaptive` filter (pruned), but whether on a broadcast is its to decide
+    smj = plan("SortMergeJoin", "none", "adaptive")
+    assert expect.compare({"plan": "initial", "dynamic_pruning": [{"table": "sales", "pruned": False}]}, smj) == [
+        "initial plan: expected sales not dynamically pruned, observed a pruning filter AQE keeps at run time (on "
+        "the join's broadcast if the join becomes a broadcast join, else by a subquery of its own)"]
+    assert expect.not_checkable({"plan": "initial", "dynamic_pruning": [{"table": "sales", "pruned": True}]}, smj) == []
+    assert expect.not_checkable({"plan": "initial", "dynamic_pruning": [reused]}, smj) == [
+        "dynamic_pruning of sales (decided by AQE at run time)"]
+    assert expect.compare({"plan": "initial", "dynamic_pruning": [reused]}, smj) == []  # said as not checkable
+    # reuse only: AQE may drop it, so even whether it prunes is not known before it runs
+    only = plan("SortMergeJoin", "none", "adaptive_reuse_only")
+    assert expect.not_checkable({"plan": "initial", "dynamic_pruning": [{"table": "sales", "pruned": False}]},
+                                only) == ["dynamic_pruning of sales (decided by AQE at run time)"]
+
+
 def test_a_single_dynamic_pruning_expectation_reads_as_a_list_and_names_a_table_of_the_file(write_scenario):
     from harness.scenario.errors import ScenarioError
     text = MINIMAL.replace("expect:", "expect:\n  dynamic_pruning: {table: a, pruned: false}")

@@ -222,6 +222,12 @@ def test_scans_below_each_side_read_from_the_printed_plan_without_the_pruning_su
     assert top.shuffles == {"left": 0, "right": 0}  # the subquery's exchange is not the join's
     dropped = PRUNED.replace("dynamicpruningexpression(p#25L IN dynamicpruning#30)", "dynamicpruningexpression(true)")
     assert printed_plans.join_nodes(PrintedPlan(text=dropped))[0].scans["left"][0]["pruning"] == "dropped"
+    # before AQE has run (4.3.0's initial adaptive plan): SubqueryAdaptiveBroadcast, its third field onlyInBroadcast
+    for only, kind in (("true", "adaptive_reuse_only"), ("false", "adaptive")):
+        adaptive = PRUNED.replace("SubqueryBroadcast dynamicpruning#30, [0], [p#26L], [id=#192]",
+                                  f"SubqueryAdaptiveBroadcast dynamicpruning#30, [0], {only}, Filter "
+                                  "((isnotnull(c#27L) AND (c#27L = 1)) AND isnotnull(p#26L)), [p#26L]")
+        assert printed_plans.join_nodes(PrintedPlan(text=adaptive))[0].scans["left"][0]["pruning"] == kind
     smj = printed_plans.join_nodes(PrintedPlan(text=BUCKETED))[0]
     assert [(s["table"], s["bucketed"], s["bucket_note"]) for side in ("left", "right") for s in smj.scans[side]] == [
         ("bk", True, "true"), ("bk2", False, "false (disabled by configuration)")]

@@ -189,13 +189,83 @@ STATS_ONLY = MINIMAL.replace("""  b:
 """)
 
 
-def test_a_statistics_only_table_may_be_bucketed_but_not_partitioned(write_scenario):
+def test_a_statistics_only_table_may_be_bucketed(write_scenario):
     bucketed = STATS_ONLY.replace("rows: 500000000}\n", "rows: 500000000}\n    bucket_by: {columns: [k], buckets: 512}\n")
     load_scenario(write_scenario(bucketed))
-    message = error_of(write_scenario, bucketed.replace("bucket_by: {columns: [k], buckets: 512}", "partition_by: [k]"))
-    assert "tables.b.partition_by: a statistics-only table cannot be partitioned" in message
     assert "bucket_by.columns[0]: 'kk' is not a column of table 'b'" in error_of(
         write_scenario, bucketed.replace("columns: [k]", "columns: [kk]"))
+
+
+PARTITIONED = MINIMAL.replace("""  b:
+    rows: 10
+    columns:
+      k: {sequence: {}}
+""", """  b:
+    schema: {k: long, day: date, region: string}
+    stats: {size_bytes: 50 GiB, rows: 500}
+    partition_by: [day, region]
+    partition_values:
+      - {values: ["2024-01-01", eu], size_bytes: 40 GiB, rows: 400}
+      - {values: ["2024-01-02", null], size_bytes: 10 GiB, rows: 100}
+""")
+
+
+def test_a_statistics_only_table_may_be_partitioned_with_sizes_as_text(write_scenario):
+    scenario = load_scenario(write_scenario(PARTITIONED))
+    table = scenario.data["tables"]["b"]
+    assert table["stats"]["size_bytes"] == 50 << 30
+    assert [p["size_bytes"] for p in table["partition_values"]] == [40 << 30, 10 << 30]
+
+
+def test_a_partitioned_statistics_only_table_never_analyzed_has_no_table_statistics(write_scenario):
+    never = PARTITIONED.replace("stats: {size_bytes: 50 GiB, rows: 500}", "stats: {}")
+    assert load_scenario(write_scenario(never)).data["tables"]["b"]["stats"] == {}
+    assert "tables.b.stats: statistics need `size_bytes`" in error_of(
+        write_scenario, never.replace("stats: {}", "stats: {rows: 500}"))
+    assert "tables.b.stats: statistics need `size_bytes`" in error_of(
+        write_scenario, STATS_ONLY.replace("stats: {size_bytes: 20000000000, rows: 500000000}", "stats: {}"))
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (("    partition_values:\n      - {values: [\"2024-01-01\", eu], size_bytes: 40 GiB, rows: 400}\n"
+      "      - {values: [\"2024-01-02\", null], size_bytes: 10 GiB, rows: 100}\n", ""),
+     "tables.b.partition_by: list the table's partitions in `partition_values`"),
+    (('["2024-01-01", eu]', '["2024-01-01"]'), "tables.b.partition_values[0].values: 1 value(s) for the 2 column(s)"),
+    (('["2024-01-01", eu]', '["2024-13-01", eu]'), "tables.b.partition_values[0].values[0]: "),
+    (('["2024-01-01", eu]', '[7, eu]'), "tables.b.partition_values[0].values[0]: "),
+    (('["2024-01-01", eu]', '["2024-01-02", null]'), "tables.b.partition_values[1].values: the same partition twice"),
+    (("size_bytes: 40 GiB, ", ""), "tables.b.partition_values[0]: a partition of a parquet table needs `size_bytes`"),
+    (("size_bytes: 40 GiB", "size_bytes: 41 GiB"), "the partitions hold 54,760,833,024 bytes, stats.size_bytes says "
+                                                   "53,687,091,200"),
+    (("rows: 400}", "rows: 401}"), "the partitions hold 501 rows, stats.rows says 500"),
+    (("size_bytes: 40 GiB", "size_bytes: 40 GB"), "tables.b.partition_values[0].size_bytes"),
+    (("size_bytes: 40 GiB", "size_bytes: -1"), "tables.b.partition_values[0].size_bytes"),
+    (("size_bytes: 50 GiB", "size_bytes: 9000000 PiB"), "tables.b.stats.size_bytes: '9000000 PiB' is out of range"),
+    (("[\"2024-01-02\", null]", "[\"2024-01-02\", \"a\\tb\"]"),
+     "tables.b.partition_values[1].values[1]: a partition value cannot hold control characters"),
+    (("[\"2024-01-02\", null]", "[\"2024-01-02\", \"\"]"), "tables.b.partition_values[1].values[1]: a string"),
+    (("size_bytes: 40 GiB, rows: 400}", "size_bytes: 40 GiB, rows: 400, location: /etc}"),
+     "tables.b.partition_values[0].location: unknown field 'location'"),
+])
+def test_bad_partitions_of_a_statistics_only_table(write_scenario, edit, expected):
+    text = PARTITIONED.replace(*edit)
+    assert text != PARTITIONED
+    message = error_of(write_scenario, text)
+    assert expected in message, message
+    assert "\n" not in message and "Traceback" not in message
+
+
+def test_a_statistics_only_table_holds_at_most_10000_partitions(write_scenario):
+    listed = "".join(f"      - {{values: [\"2024-01-01\", r{i}], size_bytes: 1}}\n" for i in range(10_001))
+    text = PARTITIONED.replace("stats: {size_bytes: 50 GiB, rows: 500}", "stats: {size_bytes: 10001}")
+    text = text[:text.index("    partition_values:\n") + len("    partition_values:\n")] + listed + \
+        text[text.index("join:"):]
+    assert "tables.b.partition_values: 10,001 items; at most 10,000" in error_of(write_scenario, text)
+
+
+def test_partition_values_belong_to_a_statistics_only_table(write_scenario):
+    text = MINIMAL.replace("      k: {sequence: {}}\n", "      k: {sequence: {}}\n    partition_values: [{values: [1]}]\n", 1)
+    assert "partition_values` lists a statistics-only table's partitions" in error_of(write_scenario, text)
 
 
 STEPPED = """\

@@ -8,6 +8,7 @@ the same. Run on every version of the matrix (see README, "Statistics-only table
 """
 import copy
 import datetime as dt
+from pathlib import Path
 
 import pytest
 import yaml
@@ -94,3 +95,53 @@ def test_timestamps_are_written_as_spark_writes_them():
     assert external_value("2021-01-01T01:00:00+01:00", "timestamp") == "2021-01-01 00:00:00.000000"
     assert external_value(dt.date(2020, 1, 2).isoformat(), "date") == "2020-01-02"
     assert external_value(7, "long") == "7" and external_value(True, "boolean") == "true"
+
+
+def _scan_size(spark, sql: str) -> int:
+    return int(str(spark.sql(sql)._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+
+
+PARTITIONED = {
+    "schema": {"id": "long", "day": "date", "region": "string"},
+    "stats": {"size_bytes": (40 << 40) + (10 << 30) + 2048, "rows": 1000},
+    "partition_by": ["day", "region"],
+    "partition_values": [
+        {"values": ["2024-01-01", "eu"], "size_bytes": 40 << 40, "rows": 900},  # 40 TiB: 40 sparse files
+        {"values": ["2024-01-02", "a/../b=c%"], "size_bytes": 10 << 30, "rows": 90},
+        {"values": ["2024-01-03", None], "size_bytes": 1024, "rows": 5},
+        {"values": [None, "us"], "size_bytes": 1024, "rows": 5},
+    ],
+}
+
+
+def test_a_statistics_only_partitioned_table_is_sized_by_the_partitions_a_plan_keeps(session):
+    """As over the production table: a plan without partition filters sees the table's
+    statistics; one that prunes sees the kept partitions' sizes; a value with path
+    characters or a null is its own partition; nothing occupies disk or leaves the table's
+    folder."""
+    from harness.spark.stats_only import stats_only_table, table_location
+    spark = session.spark
+    stats_only_table(spark, "partitioned_replay", PARTITIONED)
+    query = "SELECT id, day, region FROM partitioned_replay"
+    assert _scan_size(spark, query) == PARTITIONED["stats"]["size_bytes"]
+    assert _scan_size(spark, f"{query} WHERE day = DATE'2024-01-01'") == 40 << 40
+    assert _scan_size(spark, f"{query} WHERE region = 'a/../b=c%'") == 10 << 30
+    assert _scan_size(spark, f"{query} WHERE region IS NULL") == 1024
+    assert _scan_size(spark, f"{query} WHERE day IS NULL") == 1024
+    assert _scan_size(spark, f"{query} WHERE day IS NOT NULL") == (40 << 40) + (10 << 30) + 1024
+    location = Path(table_location(spark, "partitioned_replay")).resolve()
+    files = [f for f in location.rglob("*") if f.is_file() and not f.name.startswith((".", "_"))]
+    assert len(files) == 40 + 1 + 1 + 1
+    assert sum(f.stat().st_size for f in files) == PARTITIONED["stats"]["size_bytes"]
+    assert sum(f.stat().st_blocks for f in files) == 0
+    assert all(location in f.resolve().parents for f in files)
+    assert len(spark.sql("SHOW PARTITIONS partitioned_replay").collect()) == 4
+
+
+def test_a_partitioned_table_never_analyzed_is_sized_by_spark_s_default_until_pruned(session):
+    from harness.spark.stats_only import stats_only_table
+    spark = session.spark
+    never = {**PARTITIONED, "stats": {}}
+    stats_only_table(spark, "partitioned_never_analyzed", never)
+    assert _scan_size(spark, "SELECT * FROM partitioned_never_analyzed") == 2 ** 63 - 1  # defaultSizeInBytes
+    assert _scan_size(spark, "SELECT * FROM partitioned_never_analyzed WHERE day = DATE'2024-01-03'") == 1024
