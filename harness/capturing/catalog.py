@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from harness.core.text import one_line, quoted_identifier
 from harness.scenario.schema import scenario_validator
 from harness.scenario.tables import (
+    CATALOG_PARTITION_TYPES,
     ICEBERG_PROPERTIES,
     MAX_PARTITIONS,
     Transform,
@@ -37,6 +38,7 @@ class CapturedTable:
     schema: dict                 # column → scenario type
     stats: dict                  # the scenario's `stats:`
     bucket_by: dict | None = None  # the table's bucket spec, as the scenario's `bucket_by:`
+    partitions: dict | None = None  # a partitioned catalog table's `partition_by` and `partition_values`
     iceberg: dict | None = None  # an Iceberg table's `format`, partition spec, partitions, sort order, properties
     reference: str = ""          # how the query's catalog names it (quoted parts)
     view_sql: str | None = None  # a view: its text (rewritten later)
@@ -142,17 +144,127 @@ def _table(spark, meta, relation) -> CapturedTable:
     schema = {f.name(): _type(database, table, f) for f in _fields(meta.schema())}
     stats = meta.stats()
     notes = []
-    partitions = _names(meta.partitionColumnNames())
-    if partitions:
-        notes.append(f"{database}.{table} is partitioned by {', '.join(partitions)}: not replayed (a statistics-only "
-                     "table cannot be partitioned: its statistics would be lost once a plan filters on a partition "
-                     "column), so plans that prune its partitions may differ")
+    columns = _names(meta.partitionColumnNames())
+    if columns:
+        partitions = catalog_partitions(spark, meta, schema, columns, notes)
+        if partitions is not None:
+            table_stats = _stats(spark, stats.get(), schema) if not stats.isEmpty() else {}
+            table_stats = _agreeing_stats(table_stats, partitions, f"{database}.{table}", notes)
+            return CapturedTable(database, table, schema, table_stats, _bucket_by(meta), notes=notes,
+                                 partitions={"partition_by": columns, "partition_values": partitions})
     if stats.isEmpty():
         size = int(relation.stats().sizeInBytes())
         notes.append(f"{database}.{table} has no catalog statistics: size_bytes is Spark's estimate from its "
                      "files; ANALYZE TABLE it (or capture --analyze) for row counts and column statistics")
         return CapturedTable(database, table, schema, {"size_bytes": size}, _bucket_by(meta), notes=notes)
     return CapturedTable(database, table, schema, _stats(spark, stats.get(), schema), _bucket_by(meta), notes=notes)
+
+
+# ---------------------------------------------------------------- partitioned catalog tables
+
+DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
+
+
+def catalog_partitions(spark, meta, schema: dict, columns: list[str], notes: list) -> list | None:
+    """Every partition of a partitioned catalog table: its values, its size as Spark sizes
+    a scan that keeps it (the length of its data files, hidden files left out, as Spark's
+    file index lists them; the partition's catalog statistics where its files cannot be
+    listed) and its rows where the partition was ANALYZEd. Metadata only: no file is read.
+    None, with a note, when the partitions cannot be replayed."""
+    where = ".".join(identifier(meta))
+    for column in columns:
+        if schema.get(column) not in CATALOG_PARTITION_TYPES:
+            notes.append(f"{where} is partitioned by {column} ({schema.get(column)}), whose partitions a scenario "
+                         "cannot replay (int, long, string, date or boolean columns): replayed unpartitioned, so "
+                         "plans that prune its partitions may differ")
+            return None
+    state = spark._jsparkSession.sessionState()
+    listed = state.catalog().listPartitions(meta.identifier(), spark._jvm.scala.Option.empty())
+    count = listed.size()
+    if count > MAX_PARTITIONS:
+        notes.append(f"{where} has {count:,} partitions, more than the {MAX_PARTITIONS:,} a scenario holds: replayed "
+                     "unpartitioned, so plans that prune its partitions may differ")
+        return None
+    if count == 0:
+        notes.append(f"{where} has no partitions: replayed unpartitioned")
+        return None
+    hadoop = spark._jsparkSession.sessionState().newHadoopConf()
+    converters = spark._jvm.scala.collection.JavaConverters
+    out = []
+    for i in range(count):
+        partition = listed.apply(i)
+        spec = dict(converters.mapAsJavaMapConverter(partition.spec()).asJava())
+        values = [_partition_value(spec.get(column), schema[column]) for column in columns]
+        stats = None if partition.stats().isEmpty() else partition.stats().get()
+        size = _listed_size(spark, hadoop, partition.location())
+        if size is None and stats is not None:
+            size = int(stats.sizeInBytes())
+        if size is None:
+            notes.append(f"{where}: the files of partition {spec} cannot be listed and it has no statistics: "
+                         "replayed unpartitioned")
+            return None
+        entry = {"values": values, "size_bytes": size}
+        if stats is not None and not stats.rowCount().isEmpty():
+            entry["rows"] = int(stats.rowCount().get())
+        out.append(entry)
+    if not all("rows" in p for p in out):
+        for p in out:
+            p.pop("rows", None)
+    return sorted(out, key=lambda p: [(v is None, str(v)) for v in p["values"]])
+
+
+def _partition_value(text, type_name: str):
+    if text is None or text == DEFAULT_PARTITION_NAME:
+        return None
+    if type_name in ("int", "long", "bigint", "smallint", "short", "tinyint", "byte"):
+        return int(text)
+    if type_name == "boolean":
+        return text.lower() == "true"
+    return text
+
+
+def _listed_size(spark, hadoop, location) -> int | None:
+    """The length of a partition's data files, as Spark's file index counts them (names
+    starting with `_` or `.` left out); None when the folder cannot be listed."""
+    try:
+        path = spark._jvm.org.apache.hadoop.fs.Path(location)
+        fs = path.getFileSystem(hadoop)
+        total, folders = 0, [path]
+        while folders:
+            for status in fs.listStatus(folders.pop()):
+                name = status.getPath().getName()
+                if name.startswith(("_", ".")):
+                    continue
+                if status.isDirectory():
+                    folders.append(status.getPath())
+                else:
+                    total += int(status.getLen())
+        return total
+    except Exception:
+        return None
+
+
+def _agreeing_stats(stats: dict, partitions: list, where: str, notes: list) -> dict:
+    """The table's statistics as a scenario must hold them: adding up with its partitions.
+    Statistics older than the files (the partitions' total differs) are replayed with the
+    files' total, said in a note; none at all (never ANALYZEd) stay none, as Spark then
+    sizes a scan of every partition by spark.sql.defaultSizeInBytes."""
+    if not stats:
+        notes.append(f"{where} was never ANALYZEd: replayed so (a scan of all its partitions is sized by "
+                     "spark.sql.defaultSizeInBytes, one that prunes by the kept partitions' files)")
+        return {}
+    total = sum(p["size_bytes"] for p in partitions)
+    if stats["size_bytes"] != total:
+        notes.append(f"{where}: its catalog statistics say {stats['size_bytes']:,} bytes, its partitions' files "
+                     f"{total:,}: replayed with the files' total (ANALYZE TABLE it for statistics that agree)")
+        stats = {**stats, "size_bytes": total}
+    rows = [p.get("rows") for p in partitions]
+    if "rows" in stats and None not in rows and sum(rows) != stats["rows"]:
+        notes.append(f"{where}: its partitions' row counts add up to {sum(rows):,}, its statistics say "
+                     f"{stats['rows']:,}: the partitions' row counts are left out")
+        for p in partitions:
+            p.pop("rows", None)
+    return stats
 
 
 def _names(seq) -> list[str]:

@@ -274,6 +274,7 @@ def _scenario(spark, frame, tables, sql, scenario_id, where) -> dict:
         expect["joins"] = [{"strategy": j["strategy"], "build_side": j["build_side"],
                             **({"tables": j["tables"]} if j.get("tables") else {})} for j in joins]
         expect.update(_layout_expectations(joins[0], tables))
+        expect.update(_pruning_expectations(joins[0], tables))
     else:
         expect["strategy"] = "none"
     data = {"id": scenario_id,
@@ -285,6 +286,23 @@ def _scenario(spark, frame, tables, sql, scenario_id, where) -> dict:
         data["spark_conf"] = conf
     data["expect"] = expect
     return data
+
+
+def _pruning_expectations(top: dict, tables: list) -> dict:
+    """Over partitioned catalog tables, the dynamic partition pruning Spark planned for
+    each one's scans below the top join, where the plan has decided it (not a decision
+    AQE makes at run time)."""
+    partitioned = {t.name for t in tables if t.partitions}
+    out = []
+    for scans in (top.get("scans") or {}).values():
+        for scan in scans or []:
+            if scan["table"] not in partitioned or scan["pruning"] not in ("none", "broadcast", "subquery", "dropped") \
+                    or any(want["table"] == scan["table"] for want in out):
+                continue
+            pruned = scan["pruning"] in ("broadcast", "subquery")
+            out.append({"table": scan["table"], "pruned": pruned,
+                        **({"reuses_broadcast": scan["pruning"] == "broadcast"} if pruned else {})})
+    return {"dynamic_pruning": out} if out else {}
 
 
 def _layout_expectations(top: dict, tables: list) -> dict:
@@ -306,11 +324,13 @@ def _layout_expectations(top: dict, tables: list) -> dict:
 
 def _table_spec(table: CapturedTable) -> dict:
     """A statistics-only table: schema and statistics, and the layout a join's shuffles
-    depend on (a bucket spec; an Iceberg table's partition spec and partitions)."""
+    depend on (a bucket spec; a catalog table's partitions and their sizes; an Iceberg
+    table's partition spec and partitions)."""
     if table.iceberg is not None:
         layout = dict(table.iceberg)
         return {"format": layout.pop("format"), "schema": table.schema, "stats": table.stats, **layout}
-    return {"schema": table.schema, "stats": table.stats, **({"bucket_by": table.bucket_by} if table.bucket_by else {})}
+    return {"schema": table.schema, "stats": table.stats, **({"bucket_by": table.bucket_by} if table.bucket_by else {}),
+            **(table.partitions or {})}
 
 
 def session_join_conf(spark) -> dict:

@@ -372,7 +372,7 @@ def test_float_smallint_and_nested_columns_are_captured(session, warehouse, tmp_
     assert (joins, estimates) == direct_joins
 
 
-def test_a_bucketed_table_replays_its_bucket_spec_and_a_partitioned_one_says_it_is_not(session, warehouse, tmp_path):
+def test_a_bucketed_table_replays_its_bucket_spec_and_a_partitioned_one_its_partitions(session, warehouse, tmp_path):
     spark = warehouse
     if not spark._jsparkSession.catalog().tableExists("prod", "orders_b"):
         for name, buckets in (("orders_b", 8), ("customers_b", 8)):
@@ -400,4 +400,73 @@ def test_a_bucketed_table_replays_its_bucket_spec_and_a_partitioned_one_says_it_
     partitioned = capture("SELECT * FROM prod.visits_p v JOIN prod.item i ON v.customer = i.id", tmp_path / "p.yaml",
                           source="p.sql")
     text = partitioned.read_text()
-    assert "partition_by" not in text and "prod.visits_p is partitioned by day: not replayed" in text
+    visits = yaml.safe_load(text)["tables"]["visits_p"]
+    assert visits["partition_by"] == ["day"] and [p["values"] for p in visits["partition_values"]] == [[0], [1], [2], [3]]
+    assert visits["stats"] == {} and "prod.visits_p was never ANALYZEd: replayed so" in text
+
+
+PARTITIONED_QUERIES = {
+    "one_day": "SELECT e.amount, c.region FROM prod.events_p e JOIN prod.customers_p c ON e.customer = c.customer "
+               "WHERE e.day = DATE'2024-01-03'",
+    "all_days": "SELECT e.amount, c.region FROM prod.events_p e JOIN prod.customers_p c ON e.customer = c.customer",
+    "dpp": "SELECT e.amount, d.name FROM prod.events_p e JOIN prod.days_p d ON e.day = d.day WHERE d.name = 'd3'",
+}
+
+
+def _partitioned_warehouse(spark, analyze: bool) -> str:
+    """A fact partitioned by day and region, with data (one large day), and two dimensions."""
+    suffix = "_a" if analyze else "_n"
+    if not spark._jsparkSession.catalog().tableExists("prod", f"events_p{suffix}"):
+        spark.range(60000).selectExpr("id % 3000 AS customer", "CAST(id AS DOUBLE) AS amount",
+                                      "date_add(DATE'2024-01-01', CAST(CASE WHEN id < 40000 THEN 0 ELSE id % 6 END "
+                                      "AS INT)) AS day", "CASE WHEN id % 7 = 0 THEN NULL ELSE concat('r/', id % 3) "
+                                      "END AS region") \
+            .write.partitionBy("day", "region").saveAsTable(f"prod.events_p{suffix}")
+        spark.range(3000).selectExpr("id AS customer", "concat('r', id % 4) AS region") \
+            .write.saveAsTable(f"prod.customers_p{suffix}")
+        spark.range(6).selectExpr("date_add(DATE'2024-01-01', CAST(id AS INT)) AS day", "concat('d', id) AS name") \
+            .write.saveAsTable(f"prod.days_p{suffix}")
+        if analyze:
+            for table in ("events_p", "customers_p", "days_p"):
+                spark.sql(f"ANALYZE TABLE prod.{table}{suffix} COMPUTE STATISTICS")
+            spark.sql(f"ANALYZE TABLE prod.events_p{suffix} PARTITION (day, region) COMPUTE STATISTICS")
+    return suffix
+
+
+@pytest.mark.parametrize("analyze", [True, False], ids=["analyzed", "never-analyzed"])
+@pytest.mark.parametrize("name", list(PARTITIONED_QUERIES))
+def test_a_partitioned_table_round_trips_through_capture(session, warehouse, tmp_path, name, analyze):
+    """Real partitioned parquet tables with data, captured and replayed on the same Spark,
+    plan as the original query: the same joins, build sides, shuffles, pruning and sizes
+    (the pruned sides' sizes are the kept partitions' files)."""
+    spark = warehouse
+    suffix = _partitioned_warehouse(spark, analyze)
+    query = PARTITIONED_QUERIES[name].replace("_p ", f"_p{suffix} ")
+    spark.conf.set("spark.sql.adaptive.enabled", "false")  # planned only: no pruning left to AQE
+    try:
+        path = capture(query, tmp_path / "p.yaml", source="p.sql")
+        frame = checksum_frame(spark.sql(query))
+        names = {f"{t}{suffix}": f"{t}{suffix}" for t in ("events_p", "customers_p", "days_p")}
+        partitions = spark.sql(f"SHOW PARTITIONS prod.events_p{suffix}").count()
+        direct = [(j.strategy, j.build_side, j.tables, j.shuffles, j.scans)
+                  for j in jvm_plans.join_nodes(jvm_plans.current_plan(frame), names)]
+        direct_estimates = jvm_plans.join_estimates(frame)
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    text = path.read_text()
+    data = yaml.safe_load(text)
+    events = data["tables"][f"events_p{suffix}"]
+    assert events["partition_by"] == ["day", "region"] and "not replayed" not in text
+    assert len(events["partition_values"]) == partitions > 6
+    assert any(p["values"][1] is None for p in events["partition_values"])  # the null partition
+    assert all(("rows" in p) is analyze for p in events["partition_values"])  # ANALYZEd partition by partition
+    assert (events["stats"] == {}) is (not analyze)
+    if name == "dpp":  # what Spark planned for the fact's scan, written as an expectation
+        assert data["expect"]["dynamic_pruning"] == [{"table": f"events_p{suffix}", "pruned": True,
+                                                      "reuses_broadcast": True}]
+    record = runner.run_case(expand(load_scenario(path))[0], session)
+    assert record.status == "passed", record.message
+    replayed = [(j["strategy"], j["build_side"], j["tables"], j["shuffles"], j["scans"])
+                for j in record.observed.initial.joins]
+    assert replayed == direct
+    assert record.observed.estimates == direct_estimates
