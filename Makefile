@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 SCENARIO_WORKERS := -n auto
 export PYTEST_XDIST_AUTO_NUM_WORKERS = $(WORKERS)
 
-.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes matrix merge accept diff flakes cluster-test connect-test test-browser clean
+.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes bench-partitions matrix merge accept diff flakes cluster-test connect-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -52,6 +52,9 @@ bench-grid: env
 	$(PY) bench/bench_grid.py
 
 ## the flake finder's cost per run against a normal run of the same items (PATHS=)
+bench-partitions: env
+	$(PY) bench/bench_partitions.py
+
 bench-flakes: env
 	$(PY) bench/bench_flakes.py $(PATHS)
 

@@ -6,7 +6,9 @@ writes as statistics-only tables."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 
 from harness.core.text import one_line, quoted_identifier
@@ -84,8 +86,9 @@ def _visit(spark, node, found: dict) -> None:
             if meta.isEmpty():
                 raise CaptureError(f"it reads files that are not a catalog table ({one_line(str(node))[:120]})")
             meta = meta.get()
-        table = _table(spark, meta, node)
-        found.setdefault(table.key, table)
+        database, name = identifier(meta)
+        if (database.lower(), name.lower()) not in found:  # a table read twice is captured once
+            found[(database.lower(), name.lower())] = _table(spark, meta, node)
         return
     if kind == "View":
         meta = node.desc()
@@ -193,14 +196,16 @@ def catalog_partitions(spark, meta, schema: dict, columns: list[str], notes: lis
     out = []
     for i in range(count):
         partition = listed.apply(i)
-        spec = dict(converters.mapAsJavaMapConverter(partition.spec()).asJava())
-        values = [_partition_value(spec.get(column), schema[column]) for column in columns]
+        # Map.get per column: iterating a Java map through Py4J ends on an exception, ~10 ms each
+        spec = converters.mapAsJavaMapConverter(partition.spec()).asJava()
+        texts = {column: spec.get(column) for column in columns}
+        values = [_partition_value(texts[column], schema[column]) for column in columns]
         stats = None if partition.stats().isEmpty() else partition.stats().get()
-        size = _listed_size(spark, hadoop, partition.location())
+        size = _listed_size(spark, hadoop, str(partition.location().toString()))
         if size is None and stats is not None:
             size = int(stats.sizeInBytes())
         if size is None:
-            notes.append(f"{where}: the files of partition {spec} cannot be listed and it has no statistics: "
+            notes.append(f"{where}: the files of partition {texts} cannot be listed and it has no statistics: "
                          "replayed unpartitioned")
             return None
         entry = {"values": values, "size_bytes": size}
@@ -223,17 +228,27 @@ def _partition_value(text, type_name: str):
     return text
 
 
-def _listed_size(spark, hadoop, location) -> int | None:
-    """The length of a partition's data files, as Spark's file index counts them (names
-    starting with `_` or `.` left out); None when the folder cannot be listed."""
+def _hidden(name: str) -> bool:
+    """A file Spark's file index leaves out (InMemoryFileIndex.shouldFilterOutPathName)."""
+    if name.startswith(("_common_metadata", "_metadata")):
+        return False
+    return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
+
+
+def _listed_size(spark, hadoop, location: str) -> int | None:
+    """The length of a partition's data files, as Spark's file index counts them (hidden
+    files left out, folders below listed); None when the folder cannot be listed. A local
+    folder is listed from Python (a Py4J call per file costs more than the listing)."""
     try:
+        if location.startswith("file:"):
+            return _local_size(urllib.parse.unquote(urllib.parse.urlparse(location).path))
         path = spark._jvm.org.apache.hadoop.fs.Path(location)
         fs = path.getFileSystem(hadoop)
         total, folders = 0, [path]
         while folders:
             for status in fs.listStatus(folders.pop()):
                 name = status.getPath().getName()
-                if name.startswith(("_", ".")):
+                if _hidden(name):
                     continue
                 if status.isDirectory():
                     folders.append(status.getPath())
@@ -242,6 +257,20 @@ def _listed_size(spark, hadoop, location) -> int | None:
         return total
     except Exception:
         return None
+
+
+def _local_size(folder: str) -> int:
+    total, folders = 0, [folder]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if _hidden(entry.name):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                else:
+                    total += entry.stat().st_size
+    return total
 
 
 def _agreeing_stats(stats: dict, partitions: list, where: str, notes: list) -> dict:
