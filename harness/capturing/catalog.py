@@ -153,8 +153,11 @@ def _table(spark, meta, relation) -> CapturedTable:
         if partitions is not None:
             table_stats = _stats(spark, stats.get(), schema) if not stats.isEmpty() else {}
             table_stats = _agreeing_stats(table_stats, partitions, f"{database}.{table}", notes)
+            kept, omitted = kept_partitions(partitions, f"{database}.{table}", notes)
+            layout = {"partition_by": columns, "partition_values": kept,
+                      **({"partitions_omitted": omitted} if omitted else {})}
             return CapturedTable(database, table, schema, table_stats, _bucket_by(meta), notes=notes,
-                                 partitions={"partition_by": columns, "partition_values": partitions})
+                                 partitions=layout)
     if stats.isEmpty():
         size = int(relation.stats().sizeInBytes())
         notes.append(f"{database}.{table} has no catalog statistics: size_bytes is Spark's estimate from its "
@@ -184,10 +187,6 @@ def catalog_partitions(spark, meta, schema: dict, columns: list[str], notes: lis
     state = spark._jsparkSession.sessionState()
     listed = state.catalog().listPartitions(meta.identifier(), spark._jvm.scala.Option.empty())
     count = listed.size()
-    if count > MAX_PARTITIONS:
-        notes.append(f"{where} has {count:,} partitions, more than the {MAX_PARTITIONS:,} a scenario holds: replayed "
-                     "unpartitioned, so plans that prune its partitions may differ")
-        return None
     if count == 0:
         notes.append(f"{where} has no partitions: replayed unpartitioned")
         return None
@@ -216,6 +215,25 @@ def catalog_partitions(spark, meta, schema: dict, columns: list[str], notes: lis
         for p in out:
             p.pop("rows", None)
     return sorted(out, key=lambda p: [(v is None, str(v)) for v in p["values"]])
+
+
+def kept_partitions(partitions: list, where: str, notes: list) -> tuple[list, dict | None]:
+    """At most MAX_PARTITIONS partitions, the largest (ties: in value order), and what the
+    others hold (`partitions_omitted`): the table's totals stay its own."""
+    if len(partitions) <= MAX_PARTITIONS:
+        return partitions, None
+    ranked = sorted(range(len(partitions)), key=lambda i: -partitions[i]["size_bytes"])
+    kept_at = set(ranked[:MAX_PARTITIONS])
+    kept = [p for i, p in enumerate(partitions) if i in kept_at]
+    left = [p for i, p in enumerate(partitions) if i not in kept_at]
+    omitted = {"count": len(left), "size_bytes": sum(p["size_bytes"] for p in left)}
+    if all("rows" in p for p in left):
+        omitted["rows"] = sum(p["rows"] for p in left)
+    notes.append(f"{where} has {len(partitions):,} partitions, more than the {MAX_PARTITIONS:,} a scenario holds: "
+                 f"the {MAX_PARTITIONS:,} largest are replayed; the other {len(left):,} ({omitted['size_bytes']:,} "
+                 "bytes) count in the table's statistics (partitions_omitted) but weigh nothing in a plan that "
+                 "prunes partitions")
+    return kept, omitted
 
 
 def _partition_value(text, type_name: str):

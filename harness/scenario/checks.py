@@ -532,6 +532,9 @@ def _check_partition_values_owner(at: Where, where: tuple, table: dict) -> None:
     if "partition_values" in table and not is_stats_only(table):
         raise at.error(where + ("partition_values",), "`partition_values` lists a statistics-only table's "
                        "partitions (a table with rows has the partitions of its rows)")
+    if "partitions_omitted" in table and (is_iceberg(table) or not table.get("partition_values")):
+        raise at.error(where + ("partitions_omitted",), "`partitions_omitted` counts the partitions a statistics-only "
+                       "parquet table's `partition_values` leaves out")
 
 
 def _check_catalog_partitions(at: Where, where: tuple, table: dict) -> None:
@@ -565,7 +568,7 @@ def _check_catalog_partitions(at: Where, where: tuple, table: dict) -> None:
         if "size_bytes" not in partition:
             raise at.error(at_partition, "a partition of a parquet table needs `size_bytes` (what Spark sizes a "
                            "pruned scan by)")
-    _check_partition_totals(at, where, listed, stats)
+    _check_partition_totals(at, where, listed, stats, table.get("partitions_omitted"))
 
 
 def _partition_value_fits(value, type_name: str) -> bool:
@@ -575,16 +578,18 @@ def _partition_value_fits(value, type_name: str) -> bool:
     return _literal_fits(partition_text(value) if type_name == "date" else value, type_name)
 
 
-def _check_partition_totals(at: Where, where: tuple, listed: list, stats: dict) -> None:
-    """The partitions add up to the table: its size (when each partition has one) and its
-    rows (when each has a count and the table has one)."""
+def _check_partition_totals(at: Where, where: tuple, listed: list, stats: dict, omitted: dict | None = None) -> None:
+    """The partitions (listed, and those `partitions_omitted` counts) add up to the table:
+    its size (when each partition has one) and its rows (when each has a count and the
+    table has one)."""
+    omitted = omitted or {}
     for key, what in (("size_bytes", "bytes"), ("rows", "rows")):
-        if key not in stats or not all(key in p for p in listed):
+        if key not in stats or not all(key in p for p in listed) or (omitted and key not in omitted):
             continue
-        total = sum(p[key] for p in listed)
+        total = sum(p[key] for p in listed) + omitted.get(key, 0)
         if total != stats[key]:
-            raise at.error(where + ("partition_values",), f"the partitions hold {total:,} {what}, stats.{key} says "
-                           f"{stats[key]:,}")
+            held = "the partitions hold" if not omitted else "the listed and omitted partitions hold"
+            raise at.error(where + ("partition_values",), f"{held} {total:,} {what}, stats.{key} says {stats[key]:,}")
 
 
 ICEBERG_ONLY = ("sort_by", "files_per_partition", "properties")
@@ -694,6 +699,7 @@ def _read_sizes(at: Where, data: dict) -> None:
     for name, table in data["tables"].items():
         places = [(("stats",), table.get("stats") or {})]
         places += [(("partition_values", i), p) for i, p in enumerate(table.get("partition_values") or [])]
+        places += [(("partitions_omitted",), table["partitions_omitted"])] if "partitions_omitted" in table else []
         for where, holder in places:
             if "size_bytes" in holder:
                 try:

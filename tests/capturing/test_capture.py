@@ -470,3 +470,37 @@ def test_a_partitioned_table_round_trips_through_capture(session, warehouse, tmp
                 for j in record.observed.initial.joins]
     assert replayed == direct
     assert record.observed.estimates == direct_estimates
+
+
+def test_more_than_10000_partitions_keep_the_largest_and_count_the_rest(write_scenario):
+    from harness.capturing.catalog import kept_partitions
+    partitions = [{"values": [i], "size_bytes": 1000 + i, "rows": 1} for i in range(10_003)]
+    notes = []
+    kept, omitted = kept_partitions(partitions, "prod.big", notes)
+    assert len(kept) == 10_000 and [p["values"][0] for p in kept][:2] == [3, 4]  # the 3 smallest left out
+    assert omitted == {"count": 3, "size_bytes": 1000 + 1001 + 1002, "rows": 3}
+    assert "the 10,000 largest are replayed; the other 3 (3,003 bytes)" in notes[0]
+    assert kept_partitions(partitions[:10], "prod.small", []) == (partitions[:10], None)
+    # the table's totals stay its own: the scenario loads, and refuses omitted figures that do not add up
+    listed = "".join(f"      - {{values: [{p['values'][0]}], size_bytes: {p['size_bytes']}, rows: 1}}\n" for p in kept)
+    total = sum(p["size_bytes"] for p in partitions)
+    text = f"""\
+id: big
+description: more partitions than a scenario holds
+tables:
+  a:
+    schema: {{k: long, p: int}}
+    stats: {{size_bytes: {total}, rows: 10003}}
+    partition_by: [p]
+    partition_values:
+{listed}    partitions_omitted: {{count: 3, size_bytes: 3003, rows: 3}}
+  b:
+    schema: {{k: long}}
+    stats: {{size_bytes: 100}}
+join: {{left: a, right: b, on: [k]}}
+expect: {{}}
+"""
+    assert load_scenario(write_scenario(text)).data["tables"]["a"]["partitions_omitted"]["count"] == 3
+    from harness.scenario.errors import ScenarioError
+    with pytest.raises(ScenarioError, match=r"the listed and omitted partitions hold 60,027,997 bytes, stats.size_bytes says 60,028,003"):
+        load_scenario(write_scenario(text.replace("size_bytes: 3003", "size_bytes: 3000")))
