@@ -371,6 +371,7 @@ PRUNED = ("broadcast", "subquery")
 # the join is (or becomes) a broadcast join, else a subquery of its own (`adaptive`) or
 # dropped (`adaptive_reuse_only`: reuseBroadcastOnly).
 ADAPTIVE = ("adaptive", "adaptive_reuse_only")
+AQE_DECIDES = "(decided by AQE at run time)"
 
 
 def _pruning_kinds(scans: list[dict], top: dict | None, side: str) -> list[str]:
@@ -444,7 +445,7 @@ def not_checkable(expected: dict, observed: Observation) -> list[str]:
         wanted = expected["dynamic_pruning"]
         undecided = undecided_pruning(wanted if isinstance(wanted, list) else [wanted], observed.initial.joins)
         if undecided:
-            out.append(f"dynamic_pruning of {', '.join(undecided)} (decided by AQE at run time)")
+            out.append(f"dynamic_pruning of {', '.join(undecided)} {AQE_DECIDES}")
     gone = set(observed.unavailable or [])
     if not gone:
         return out

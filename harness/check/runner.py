@@ -404,12 +404,15 @@ def _identity(case: Case, session: Session) -> Identity:
 
 
 def _unchecked_words(unchecked: list[str], version: str) -> list[str]:
-    """What could not be checked, by why: the deployment could not see it, or this Spark
-    version does not report it (a stream step's figure)."""
+    """What could not be checked, by why: the deployment could not see it, this Spark
+    version does not report it (a stream step's figure), or AQE decides it at run time
+    and the case was only planned."""
     unreported = [item for item in unchecked if item.startswith("batch ")]
-    unseen = [item for item in unchecked if not item.startswith("batch ")]
+    pending = [item for item in unchecked if item.endswith(expect.AQE_DECIDES)]
+    unseen = [item for item in unchecked if item not in unreported and item not in pending]
     return ([f"{NOT_CHECKABLE}: {', '.join(unseen)}"] if unseen else []) + \
-        ([f"not reported by Spark {version}: {', '.join(unreported)}"] if unreported else [])
+        ([f"not reported by Spark {version}: {', '.join(unreported)}"] if unreported else []) + \
+        ([f"not checkable in the initial plan: {', '.join(pending)}"] if pending else [])
 
 
 def make_record(case: Case, session: Session, expected: dict, observed: Observation, total_s: float) -> CaseRecord:
