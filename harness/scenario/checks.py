@@ -532,6 +532,9 @@ def _check_partition_values_owner(at: Where, where: tuple, table: dict) -> None:
     if "partition_values" in table and not is_stats_only(table):
         raise at.error(where + ("partition_values",), "`partition_values` lists a statistics-only table's "
                        "partitions (a table with rows has the partitions of its rows)")
+    if "partition_values" in table and not table.get("partition_by"):
+        raise at.error(where + ("partition_values",), "an unpartitioned table has no partition values: add "
+                       "`partition_by`")
     if "partitions_omitted" in table and (is_iceberg(table) or not table.get("partition_values")):
         raise at.error(where + ("partitions_omitted",), "`partitions_omitted` counts the partitions a statistics-only "
                        "parquet table's `partition_values` leaves out")

@@ -180,7 +180,7 @@ def test_a_statistics_only_iceberg_table_lists_its_partitions_unless_all_are_buc
         write_scenario, STATS_ICEBERG.replace("stats: {rows: 1000, size_bytes: 80000}", "stats: {size_bytes: 80000}"))
     assert "tables.a.stats.columns: an Iceberg table's column statistics are not replayed" in error_of(
         write_scenario, STATS_ICEBERG.replace("size_bytes: 80000}", "size_bytes: 80000, columns: {k: {distinct: 9}}}"))
-    assert "tables.b.partition_values: `partition_values` is an Iceberg table's: add `format: iceberg`" in \
+    assert "tables.b.partition_values: an unpartitioned table has no partition values: add `partition_by`" in \
         error_of(write_scenario, STATS_ICEBERG.replace("    stats: {rows: 10, size_bytes: 80}\n",
                                                        "    stats: {rows: 10, size_bytes: 80}\n"
                                                        "    partition_values: [{values: [1], rows: 10}]\n"))
@@ -189,7 +189,7 @@ def test_a_statistics_only_iceberg_table_lists_its_partitions_unless_all_are_buc
 def test_partition_values_are_a_statistics_only_tables(write_scenario):
     generated = ICEBERG_A.replace("    format: iceberg\n", "    format: iceberg\n    partition_by: [k]\n"
                                   "    partition_values: [{values: [1], rows: 100}]\n")
-    assert "tables.a.partition_values: `partition_values` lists a statistics-only Iceberg table's partitions" in \
+    assert "tables.a.partition_values: `partition_values` lists a statistics-only table's partitions" in \
         error_of(write_scenario, generated)
 
 
