@@ -25,19 +25,12 @@ from harness.scenario.checks import HEAVY_PROVIDERS
 from harness.scenario.model import stable_seed
 from harness.scenario.tables import (
     iceberg_column_problems,
-    is_iceberg,
     is_literal,
     is_stats_only,
     literal_schema,
 )
-from harness.spark import iceberg
-from harness.spark.stats_only import (
-    empty_frame,
-    spark_type,
-    stats_only_table,
-    struct_type,
-    with_layout,
-)
+from harness.spark.formats import FormatUnavailable, format_of
+from harness.spark.stats_only import empty_frame, spark_type
 
 TWO_53 = 9007199254740992
 POOL_SEPARATOR = "\u0001"
@@ -386,37 +379,35 @@ def catalog_table_name(seed: int, name: str, spec: dict, data_conf: dict | None 
     return f"{name}_{table_fingerprint(seed, name, spec, data_conf)}".lower()
 
 
-def _table_exists(spark, table: str) -> bool:
-    jsession = getattr(spark, "_jsparkSession", None)  # PySpark 3.0-3.2 lack catalog.tableExists
-    return jsession.catalog().tableExists(table) if jsession is not None else spark.catalog.tableExists(table)
-
-
-def _catalog_table(spark, table: str, df, analyze: str | None, spec: dict | None = None):
-    """The table written once into the worker's catalog: Spark's (parquet, with the spec's
-    buckets or partitions) or, for `format: iceberg`, the worker's Iceberg catalog (a
-    statistics-only one: its partitions in metadata, no rows: `df` is None)."""
-    spec = spec or {}
-    exists = _iceberg_exists if is_iceberg(spec) else _table_exists
-    if not exists(spark, table):
+def _catalog_table(spark, table: str, df, analyze: str | None, spec: dict):
+    """The table written once into the worker's catalog in its format (harness.spark.formats):
+    the rows of `df` with the spec's layout, or, `df` None, a statistics-only table."""
+    fmt = format_of(spec)
+    if not fmt.exists(spark, table):
         try:
-            if is_iceberg(spec) and is_stats_only(spec):
-                iceberg.write_stats_only_table(spark, table, struct_type(spec), spec)
-            elif is_iceberg(spec):
-                iceberg.write_table(spark, table, df, spec)
+            if df is None:
+                fmt.write_stats_only(spark, table, spec)
             else:
-                with_layout(df.write.format("parquet"), spec).saveAsTable(table)
+                fmt.write(spark, table, df, spec)
         except Exception:
             # Through Spark Connect the warehouse is the server's, shared by every worker's
             # session: another worker may have created the same table meanwhile (the same
             # fingerprint: the same rows).
-            if not exists(spark, table):
+            if not fmt.exists(spark, table):
                 raise
             return spark.table(table)
-        if analyze == "table":
-            spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS")
-        elif analyze == "columns":
-            spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS FOR ALL COLUMNS")
+        if analyze and fmt.analyzable:
+            spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS" + (" FOR ALL COLUMNS" if analyze == "columns" else ""))
     return spark.table(table)
+
+
+def catalog_identifier(spark, name: str, spec: dict) -> str:
+    """The catalog identifier of a table of the spec's format (DataGenError when the
+    session cannot hold that format)."""
+    try:
+        return format_of(spec).identifier(spark, name)
+    except FormatUnavailable as exc:
+        raise DataGenError(str(exc)) from None
 
 
 def derived_lineage(specs: dict, name: str) -> dict:
@@ -437,10 +428,9 @@ def derived_iceberg_table(spark, seed: int, name: str, specs: dict, data_conf: d
     key = (id(spark), derived_catalog_name(seed, name, specs, data_conf))
     if key in _TABLES:  # every run of a case asks again: the catalog is asked once per worker
         return _TABLES[key]
-    _iceberg_catalog_ready(spark)
     spec = specs[name]
-    table = iceberg.table_name(derived_catalog_name(seed, name, specs, data_conf))
-    if not _iceberg_exists(spark, table):
+    table = catalog_identifier(spark, derived_catalog_name(seed, name, specs, data_conf), spec)
+    if not format_of(spec).exists(spark, table):
         frame = build()
         _check_iceberg_columns(name, spec, {f.name: f.dataType.simpleString() for f in frame.schema.fields})
         _catalog_table(spark, table, frame, None, spec)
@@ -460,35 +450,14 @@ def _check_iceberg_columns(name: str, spec: dict, columns: dict) -> None:
         raise DataGenError(f"tables.{name}.{field}[{index}]: {message}")
 
 
-def _iceberg_exists(spark, table: str) -> bool:
-    try:  # Catalog.tableExists takes multi-part names only from Spark 3.4
-        spark.table(table).schema  # analysed now: through Spark Connect a frame is analysed lazily
-        return True
-    except Exception:
-        return False
-
-
-def _iceberg_catalog_ready(spark) -> None:
-    try:
-        ready = spark.conf.get(f"spark.sql.catalog.{iceberg.CATALOG}", None)
-    except Exception:
-        ready = None
-    if not ready:
-        raise DataGenError(iceberg.problem or "this worker's session started without the Iceberg runtime (no "
-                           "file of the run was seen to declare `format: iceberg` when it started)")
-
-
 def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, data_conf: dict | None = None):
     from pyspark.sql import functions as F
 
     if is_stats_only(spec):
         if workdir is None:  # a stand-in: the schema over no rows, no catalog table
             return empty_frame(spark, spec)
-        table = catalog_table_name(seed, name, spec, data_conf)
-        if is_iceberg(spec):
-            _iceberg_catalog_ready(spark)
-            return _catalog_table(spark, iceberg.table_name(table), None, None, spec)
-        return stats_only_table(spark, table, spec)
+        table = catalog_identifier(spark, catalog_table_name(seed, name, spec, data_conf), spec)
+        return _catalog_table(spark, table, None, None, spec)
     if is_literal(spec):
         df = literal_table(spark, spec)
         rows = len(spec["values"])
@@ -513,10 +482,7 @@ def _build_table(spark, seed: int, name: str, spec: dict, workdir: Path | None, 
             os.replace(staging, target)
         df = spark.read.parquet(str(target))
     elif mode == "catalog":
-        table = catalog_table_name(seed, name, spec, data_conf)
-        if is_iceberg(spec):
-            _iceberg_catalog_ready(spark)
-            table = iceberg.table_name(table)
+        table = catalog_identifier(spark, catalog_table_name(seed, name, spec, data_conf), spec)
         df = _catalog_table(spark, table, df, spec.get("analyze"), spec)
     elif mode == "local":
         if rows > LOCAL_ROWS_LIMIT:

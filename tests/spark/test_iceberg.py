@@ -362,7 +362,10 @@ def test_a_derived_iceberg_table_is_looked_up_once_per_worker(monkeypatch):
     from harness.spark import datagen
     datagen.forget_tables()
     spark, built = _RecordingSpark(), []
-    monkeypatch.setattr(datagen, "_iceberg_exists", lambda spark_, table: True)
+    import dataclasses
+    from harness.spark import formats
+    there = dataclasses.replace(formats.ICEBERG_FORMAT, exists=lambda spark_, table: True)
+    monkeypatch.setattr(datagen, "format_of", lambda spec: there)
     specs = {"a": {"rows": 1, "columns": {"k": {"sequence": {}}}}, "b": {"sql": "SELECT k FROM a", "format": "iceberg"},
              "c": {"rows": 2, "columns": {"k": {"sequence": {}}}}}
     first = datagen.derived_iceberg_table(spark, 1, "b", specs, {}, lambda: built.append(1))
