@@ -25,8 +25,10 @@ from harness.scenario.tables import (
     MAX_PARTITIONS,
     as_hint_list,
     bucket_combinations,
+    MAX_FOLDER_NAME_BYTES,
     byte_size,
     catalog_partition_value_problem,
+    partition_folder,
     column_type,
     hint_name,
     iceberg_column_problems,
@@ -562,6 +564,10 @@ def _check_catalog_partitions(at: Where, where: tuple, table: dict) -> None:
             problem = catalog_partition_value_problem(type_name, value)
             if problem is None and not _partition_value_fits(value, type_name):
                 problem = f"{excerpt(value)} is not a {type_name}"
+            if problem is None and len(partition_folder(column, value).encode()) > MAX_FOLDER_NAME_BYTES:
+                problem = (f"'{column}=…' is {len(partition_folder(column, value).encode()):,} bytes as a folder "
+                           f"name, more than the {MAX_FOLDER_NAME_BYTES} a file system holds: no table can have "
+                           "this partition")
             if problem:
                 raise at.error(at_partition + ("values", j), problem)
         key = tuple(map(partition_text, values))

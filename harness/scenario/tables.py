@@ -353,6 +353,29 @@ CATALOG_PARTITION_TYPES = ("int", "long", "bigint", "smallint", "short", "tinyin
                            "boolean")
 
 
+DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
+# Spark's ExternalCatalogUtils.escapePathName: the characters written %XX in a partition
+# folder's name (control characters are refused at collection).
+_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
+MAX_FOLDER_NAME_BYTES = 255  # a file name on ext4, xfs and most local file systems
+
+
+def escape_path_name(text: str) -> str:
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in text)
+
+
+def partition_folder(column: str, value) -> str:
+    """One level of a partition's folder, as Spark names it (the null partition: Hive's
+    default partition name)."""
+    text = partition_text(value)
+    return f"{escape_path_name(column)}={DEFAULT_PARTITION_NAME if text in (None, '') else escape_path_name(text)}"
+
+
+def partition_directory(columns: list[str], values: list) -> str:
+    """A partition's folder under its table."""
+    return "/".join(partition_folder(column, value) for column, value in zip(columns, values))
+
+
 def catalog_partition_value_problem(type_name: str | None, value) -> str | None:
     """Why `value` cannot be a partition value of a catalog table's column of that type
     (None: it can; a null is the null partition)."""
@@ -366,5 +389,7 @@ def catalog_partition_value_problem(type_name: str | None, value) -> str | None:
             return f"a string partition value (1 to 1,000 characters), not {value!r}"[:200]
         if any(ord(ch) < 32 for ch in value):
             return "a partition value cannot hold control characters"
+        if value == DEFAULT_PARTITION_NAME:
+            return f"{DEFAULT_PARTITION_NAME} is Hive's name for the null partition: write null"
         return None
     return partition_value_problem(Transform("identity", "c"), base, value)

@@ -18,7 +18,7 @@ import datetime as dt
 from pathlib import Path
 
 from harness.core.text import quoted_identifier
-from harness.scenario.tables import literal_schema, partition_text
+from harness.scenario.tables import literal_schema, partition_directory
 
 # CatalogColumnStat's property names, and the version of that format (2 since Spark 2.4).
 STAT_KEYS = {"distinct": "distinctCount", "nulls": "nullCount", "min": "min", "max": "max",
@@ -46,26 +46,6 @@ def stats_only_table(spark, table_name: str, spec: dict):
 
 # ext4 holds files up to 16 TiB: a partition is as many files of at most this length as its size needs.
 SPARSE_FILE_BYTES = 1 << 40
-DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
-# Spark's ExternalCatalogUtils.escapePathName: the characters written %XX in a partition
-# directory's name (control characters are refused at collection).
-_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
-
-
-def escape_path_name(text: str) -> str:
-    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in text)
-
-
-def partition_directory(columns: list[str], values: list) -> str:
-    """A partition's directory under its table, as Spark names it (the null partition:
-    Hive's default partition name)."""
-    parts = []
-    for column, value in zip(columns, values):
-        text = partition_text(value)
-        parts.append(f"{escape_path_name(column)}={DEFAULT_PARTITION_NAME if text in (None, '') else escape_path_name(text)}")
-    return "/".join(parts)
-
-
 def add_partitions(spark, table_name: str, spec: dict) -> None:
     """Every listed partition: its directory in the table's location holding files of the
     partition's size that occupy no disk (sparse: never written, never read: the cases

@@ -244,6 +244,10 @@ def test_a_partitioned_statistics_only_table_never_analyzed_has_no_table_statist
     (("[\"2024-01-02\", null]", "[\"2024-01-02\", \"a\\tb\"]"),
      "tables.b.partition_values[1].values[1]: a partition value cannot hold control characters"),
     (("[\"2024-01-02\", null]", "[\"2024-01-02\", \"\"]"), "tables.b.partition_values[1].values[1]: a string"),
+    (("[\"2024-01-02\", null]", "[\"2024-01-02\", __HIVE_DEFAULT_PARTITION__]"),
+     "tables.b.partition_values[1].values[1]: __HIVE_DEFAULT_PARTITION__ is Hive's name for the null partition"),
+    (("[\"2024-01-02\", null]", "[\"2024-01-02\", \"" + "/" * 100 + "\"]"),
+     "tables.b.partition_values[1].values[1]: 'region=…' is 307 bytes as a folder name, more than the 255"),
     (("size_bytes: 40 GiB, rows: 400}", "size_bytes: 40 GiB, rows: 400, location: /etc}"),
      "tables.b.partition_values[0].location: unknown field 'location'"),
 ])
