@@ -16,7 +16,7 @@ Measured 2026-11-26 (a 4-partition table of 40 GiB, 10 GiB, 5 MiB and 1 MiB):
 - Spark 4.3: no Delta release (delta-spark_4.3_2.13 not on Maven Central that day).
 """
 import os, sys, json, tempfile, time
-sys.path.insert(0, "/work/main")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from harness.spark.jvm_packages import Coordinate, ensure_jar, default_cache
 spark_v, delta_art, delta_v, storage_v = sys.argv[1:5]
 jars = [ensure_jar(Coordinate("io.delta", delta_art, delta_v), default_cache())]
