@@ -170,6 +170,10 @@ class Session:
         self._defaults: dict[str, str | None] = {}
         self.abandoned: str | None = None
         self.stopped = threading.Event()
+        # Extensions may set configs on their first use (Delta Lake's catalog sets the
+        # parquet field-id keys): the session catalog is used once before the baseline is
+        # taken, so that what every case is restored to is the session after that.
+        self.spark.sql("SHOW TABLES").collect()
         self._baseline_confs = self._all_confs_text()
         self._baseline = {row[0]: row[1] for row in self.spark.sql("SET").collect()}
 
