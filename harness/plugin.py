@@ -25,7 +25,7 @@ from harness.report.plan_pictures import PlanPictures
 from harness.report.progress import GUESS_S, Progress
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import expand, load_once, load_scenario, scenario_files
-from harness.scenario.tables import declares_iceberg
+from harness.scenario.tables import declares_format
 from harness.spark.session import NO_SESSION, SessionUnavailable
 from harness.store import shards
 from harness.store.results_store import DEFAULT_FOLDER, RunStamp, StoreWarning
@@ -127,7 +127,12 @@ def _run_options(config) -> RunOptions:
         master=config.getoption("spark_master"), remote=config.getoption("spark_remote"),
         spark_conf=_session_conf(config),
         plan_text=config.getoption("plan_text"), observe=config.getoption("observe"),
-        iceberg=_runs_scenarios(config) and declares_iceberg(str(a).split("::")[0] for a in config.args or [config.rootpath]))
+        iceberg=_runs_scenarios(config) and declares_format(_scenario_paths(config), "iceberg"),
+        delta=_runs_scenarios(config) and declares_format(_scenario_paths(config), "delta"))
+
+
+def _scenario_paths(config) -> list[str]:
+    return [str(a).split("::")[0] for a in config.args or [config.rootpath]]
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)

@@ -29,6 +29,7 @@ class RunOptions:
     driver_jvm_flags: str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     # JVM packages: the Iceberg runtime is loaded only by runs with Iceberg scenarios.
     iceberg: bool = False
+    delta: bool = False                                # Delta Lake's package, likewise
     jar_cache: str | None = None                       # where fetched jars are kept (default ~/.cache/spark-join-harness/jars)
     maven_repository: str = "https://repo1.maven.org/maven2"
 

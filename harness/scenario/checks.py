@@ -32,6 +32,7 @@ from harness.scenario.tables import (
     column_type,
     hint_name,
     iceberg_column_problems,
+    is_delta,
     is_derived,
     is_iceberg,
     is_literal,
@@ -498,6 +499,8 @@ def _check_layouts(at: Where, data: dict) -> None:
     """`bucket_by` and `partition_by` name columns of their table, on a catalog table."""
     for name, table in data["tables"].items():
         _check_partition_values_owner(at, ("tables", name), table)
+        if is_delta(table):
+            _check_delta(at, ("tables", name), table)
         if is_iceberg(table) or any(key in table for key in ICEBERG_ONLY):
             _check_iceberg_layout(at, ("tables", name), name, table)
             continue
@@ -528,6 +531,32 @@ def _check_layouts(at: Where, data: dict) -> None:
             raise at.error(where + ("bucket_by", "columns"), "a bucket column cannot also be a partition column")
         if is_stats_only(table) and partition:
             _check_catalog_partitions(at, where, table)
+
+
+def _check_delta(at: Where, where: tuple, table: dict) -> None:
+    """A Delta table: a catalog table of generated or literal rows, or statistics-only (a
+    Delta log), partitioned by its columns; never bucketed (Delta refuses it on every
+    version, measured 3.0.3 - 4.2.1 with bench/delta_probe.py)."""
+    if is_derived(table):
+        raise at.error(where + ("format",), "a derived table is written only as an Iceberg table")
+    if not is_stats_only(table) and table.get("materialize") != "catalog":
+        raise at.error(where + ("format",), "`format: delta` is for a catalog table of generated or literal rows: "
+                       "add `materialize: catalog` (or give statistics only)")
+    if "bucket_by" in table:
+        raise at.error(where + ("bucket_by",), "Delta Lake does not bucket a table (it refuses `bucketBy` on "
+                       "every Spark version); partition it, or leave the layout to a parquet table")
+    if "analyze" in table:
+        raise at.error(where + ("analyze",), "a Delta table is sized from its log (ANALYZE TABLE is not replayed)")
+    for key in ("partitions_omitted",):
+        if key in table:
+            raise at.error(where + (key,), "a Delta table's log lists every partition: leave `partitions_omitted` out")
+    if is_stats_only(table):
+        stats = table["stats"]
+        if "size_bytes" not in stats:
+            raise at.error(where + ("stats",), "a Delta table's log holds its size: add `size_bytes`")
+        if stats.get("columns"):
+            raise at.error(where + ("stats", "columns"), "a Delta table's column statistics are not replayed (Delta "
+                           "sizes a scan from its log's file sizes): leave `columns` out")
 
 
 def _check_partition_values_owner(at: Where, where: tuple, table: dict) -> None:

@@ -300,23 +300,44 @@ ICEBERG_PROPERTIES = {
 }
 
 
-_DECLARES_ICEBERG = re.compile(rb"format\s*:\s*[\"']?iceberg", re.IGNORECASE)
+DELTA = "delta"
 
 
-def declares_iceberg(paths) -> bool:
-    """Whether any scenario file under `paths` (files or folders) may declare an Iceberg
-    table: read before the session starts, which loads the runtime only for such a run.
-    A mention that is no declaration costs only the runtime's start."""
+def is_delta(table: dict) -> bool:
+    return table.get("format") == DELTA
+
+
+def uses_delta(data: dict) -> bool:
+    """The scenario reads a Delta table (its cases need Delta Lake's package)."""
+    return any(is_delta(spec) for spec in (data.get("tables") or {}).values())
+
+
+def _declaration(word: str):
+    return re.compile(rb"format\s*:\s*[\"']?" + word.encode(), re.IGNORECASE)
+
+
+_DECLARES = {ICEBERG: _declaration(ICEBERG), DELTA: _declaration(DELTA)}
+
+
+def declares_format(paths, format_name: str) -> bool:
+    """Whether any scenario file under `paths` (files or folders) may declare a table of
+    that format: read before the session starts, which loads the format's JVM package only
+    for such a run. A mention that is no declaration costs only the package's start."""
     from pathlib import Path
+    pattern = _DECLARES[format_name]
     for path in map(Path, paths):
         files = [path] if path.is_file() else [*path.rglob("*.yaml"), *path.rglob("*.yml")] if path.is_dir() else []
         for file in files:
             try:
-                if _DECLARES_ICEBERG.search(file.read_bytes()):
+                if pattern.search(file.read_bytes()):
                     return True
             except OSError:
                 continue
     return False
+
+
+def declares_iceberg(paths) -> bool:
+    return declares_format(paths, ICEBERG)
 
 
 # ---- sizes as a file writes them: a whole number of bytes, or `40 GiB`

@@ -9,8 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from pathlib import Path
+from urllib.parse import urlparse
+
 from harness.scenario.tables import ICEBERG
-from harness.spark import iceberg
+from harness.spark import delta, iceberg
 from harness.spark.stats_only import stats_only_table, struct_type, with_layout
 
 
@@ -74,7 +77,30 @@ ICEBERG_FORMAT = TableFormat(
     analyzable=False,
 )
 
-FORMATS = {fmt.name: fmt for fmt in (PARQUET, ICEBERG_FORMAT)}
+def _delta_identifier(spark, name: str) -> str:
+    if not delta.loaded(spark):
+        raise FormatUnavailable(delta.problem or "this worker's session started without Delta Lake (no file of the "
+                                "run was seen to declare `format: delta` when it started)")
+    return name
+
+
+def _delta_stats_only(spark, table: str, spec: dict) -> None:
+    """The log lives beside the worker's warehouse, in its scratch folder."""
+    warehouse = spark.conf.get("spark.sql.warehouse.dir")
+    root = Path(urlparse(warehouse).path if warehouse.startswith("file:") else warehouse).parent / "delta"
+    delta.write_stats_only_table(spark, table, spec, root)
+
+
+DELTA_FORMAT = TableFormat(
+    name=delta.DELTA,
+    identifier=_delta_identifier,
+    exists=_session_table_exists,
+    write=delta.write_table,
+    write_stats_only=_delta_stats_only,
+    analyzable=False,
+)
+
+FORMATS = {fmt.name: fmt for fmt in (PARQUET, ICEBERG_FORMAT, DELTA_FORMAT)}
 
 
 def format_of(spec: dict) -> TableFormat:

@@ -24,8 +24,8 @@ from harness.core.options import RunOptions
 from harness.core.text import printable
 from harness.core.vocab import PLAN_TEXT_LIMIT
 from harness.scenario.confs import conf_text
-from harness.scenario.tables import uses_iceberg
-from harness.spark import conf_registry, iceberg, jvm_packages
+from harness.scenario.tables import uses_delta, uses_iceberg
+from harness.spark import conf_registry, delta, iceberg, jvm_packages
 
 HINT_LOGGERS = ("org.apache.spark.sql.catalyst.analysis.HintErrorLogger",
                 "org.apache.spark.sql.catalyst.analysis.ResolveHints")
@@ -152,7 +152,8 @@ class Session:
                    # Faker pools are plan literals: building full plan strings costs
                    # tens of ms per case; reports keep at most this much anyway.
                    .config("spark.sql.maxPlanStringLength", str(PLAN_TEXT_LIMIT)))
-        for key, value in {**self._iceberg_confs(options), **options.spark_conf}.items():
+        for key, value in {**_with_jars(self._iceberg_confs(options), self._delta_confs(options)),
+                           **options.spark_conf}.items():
             builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
         self.spark.sparkContext.setLogLevel("ERROR")
@@ -233,10 +234,30 @@ class Session:
         self.iceberg_runtime = coordinate.words()
         return iceberg.session_confs(jar, self.workdir / "iceberg")
 
+    def _delta_confs(self, options: RunOptions) -> dict:
+        """Delta Lake's package, extension and catalog, for a run with Delta scenarios on a
+        Spark that has a release; a package that cannot be fetched is said by each case
+        that needs it (`delta.problem`)."""
+        if not options.delta:
+            return {}
+        from pyspark import __version__ as pyspark_version
+        coordinates = delta.runtime_for(pyspark_version)
+        if coordinates is None:
+            return {}
+        try:
+            jars = [jvm_packages.ensure_jar(c, jvm_packages.cache_of(options), options.maven_repository)
+                    for c in coordinates]
+        except jvm_packages.PackageUnavailable as exc:
+            delta.problem = str(exc)
+            return {}
+        return delta.session_confs(jars)
+
     def cannot_run(self, case) -> str | None:
         """Why this deployment cannot run the case at all (None: it can)."""
         if uses_iceberg(case.scenario.data) and iceberg.runtime_for(self.versions["spark"]) is None:
             return iceberg.not_available(self.versions["spark"])
+        if uses_delta(case.scenario.data) and delta.runtime_for(self.versions["spark"]) is None:
+            return delta.not_available(self.versions["spark"])
         return None
 
     def alive(self) -> bool:
@@ -464,6 +485,15 @@ class CaseScope:
 
 
 Session.scope_class = CaseScope
+
+
+def _with_jars(*confs: dict) -> dict:
+    """Session configs of several JVM packages, their `spark.jars` joined."""
+    out: dict = {}
+    for conf in confs:
+        for key, value in conf.items():
+            out[key] = f"{out[key]},{value}" if key == "spark.jars" and key in out else value
+    return out
 
 _SESSION: Session | None = None
 _JVM_HINT_LOG: Path | None = None
