@@ -1,0 +1,112 @@
+"""Delta Lake tables: what a file may declare (one line each, at collection), the Delta
+log a statistics-only table is replayed from, the package chosen per Spark minor, and —
+where the running Spark has a Delta release — a statistics-only Delta table sized as the
+production table: the whole snapshot without a partition filter, the kept partitions'
+sizes with one (Delta 2.0 and later; before, the whole snapshot, as over a real table)."""
+import json
+
+import pytest
+
+from harness.scenario.model import load_scenario
+from harness.scenario.tables import declares_format
+from harness.spark import delta
+from tests.conftest import MINIMAL
+from tests.scenario.test_scenario import error_of
+
+STATS_DELTA = MINIMAL.replace("""  b:
+    rows: 10
+    columns:
+      k: {sequence: {}}
+""", """  b:
+    format: delta
+    schema: {k: long, day: date}
+    stats: {size_bytes: 50 GiB, rows: 500}
+    partition_by: [day]
+    partition_values:
+      - {values: ["2024-01-01"], size_bytes: 40 GiB, rows: 400}
+      - {values: [null], size_bytes: 10 GiB, rows: 100}
+""")
+WITH_ROWS = MINIMAL.replace("      k: {key: {cardinality: 10}}\n",
+                            "      k: {key: {cardinality: 10}}\n      p: {key: {cardinality: 3}}\n"
+                            "    materialize: catalog\n    format: delta\n    partition_by: [p]\n", 1)
+
+
+def test_delta_tables_load(write_scenario):
+    assert load_scenario(write_scenario(STATS_DELTA)).data["tables"]["b"]["stats"]["size_bytes"] == 50 << 30
+    assert load_scenario(write_scenario(WITH_ROWS)).data["tables"]["a"]["format"] == "delta"
+
+
+@pytest.mark.parametrize("text, says", [
+    (WITH_ROWS.replace("    partition_by: [p]\n", "    bucket_by: {columns: [k], buckets: 4}\n"),
+     "tables.a.bucket_by: Delta Lake does not bucket a table"),
+    (WITH_ROWS.replace("    materialize: catalog\n", ""), "tables.a.format: `format: delta` is for a catalog table"),
+    (WITH_ROWS.replace("    materialize: catalog\n", "    materialize: catalog\n    analyze: table\n"),
+     "tables.a.analyze: a Delta table is sized from its log"),
+    (STATS_DELTA.replace("stats: {size_bytes: 50 GiB, rows: 500}", "stats: {}"),
+     "tables.b.stats: a Delta table's log holds its size: add `size_bytes`"),
+    (STATS_DELTA.replace("rows: 500}", "rows: 500, columns: {k: {distinct: 5}}}"),
+     "tables.b.stats.columns: a Delta table's column statistics are not replayed"),
+    (STATS_DELTA.replace("size_bytes: 40 GiB", "size_bytes: 39 GiB"), "the partitions hold"),
+    (STATS_DELTA.replace("format: delta", "format: delta\n    sort_by: [k]"), "tables.b.sort_by: `sort_by` is an "
+                                                                               "Iceberg table's"),
+])
+def test_what_a_delta_table_may_not_declare(write_scenario, text, says):
+    assert says in error_of(write_scenario, text)
+
+
+def test_a_statistics_only_delta_log_carries_each_partition_s_size_and_rows():
+    spec = load_spec(STATS_DELTA)
+    actions = delta.log_actions(spec, "id-1")
+    assert actions[0] == {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}
+    meta = actions[1]["metaData"]
+    assert meta["partitionColumns"] == ["day"]
+    assert [f["type"] for f in json.loads(meta["schemaString"])["fields"]] == ["long", "date"]
+    adds = [a["add"] for a in actions[2:]]
+    assert [(a["partitionValues"], a["size"], json.loads(a["stats"])) for a in adds] == [
+        ({"day": "2024-01-01"}, 40 << 30, {"numRecords": 400}), ({"day": None}, 10 << 30, {"numRecords": 100})]
+    assert adds[1]["path"].startswith("day=__HIVE_DEFAULT_PARTITION__/")
+    unpartitioned = {"schema": {"k": "long"}, "stats": {"size_bytes": 123}}
+    assert [a["add"]["size"] for a in delta.log_actions(unpartitioned, "id-2")[2:]] == [123]
+
+
+def load_spec(text: str) -> dict:
+    import yaml
+    from harness.scenario.tables import byte_size
+    spec = yaml.safe_load(text)["tables"]["b"]
+    spec["stats"]["size_bytes"] = byte_size(spec["stats"]["size_bytes"])
+    for p in spec["partition_values"]:
+        p["size_bytes"] = byte_size(p["size_bytes"])
+    return spec
+
+
+def test_the_package_per_spark_minor_and_none_for_4_3():
+    assert [c.artifact for c in delta.runtime_for("3.0.3")] == ["delta-core_2.12"]
+    assert [c.artifact for c in delta.runtime_for("3.5.9")] == ["delta-spark_2.12", "delta-storage"]
+    assert delta.runtime_for("4.1.4")[0].artifact == "delta-spark_4.1_2.13"
+    assert delta.runtime_for("4.3.0") is None
+    assert delta.not_available("4.3.0") == "not available on Spark 4.3 (no Delta Lake release)"
+
+
+def test_a_run_loads_delta_only_when_a_file_declares_it(tmp_path):
+    (tmp_path / "a.yaml").write_text("tables:\n  t:\n    format: iceberg\n")
+    assert not declares_format([tmp_path], "delta") and declares_format([tmp_path], "iceberg")
+    (tmp_path / "b.yaml").write_text("tables:\n  t:\n    format: 'delta'\n")
+    assert declares_format([tmp_path], "delta")
+
+
+def test_a_statistics_only_delta_table_is_sized_by_its_log():
+    """Runs where this process's session starts here, with Delta (e.g. this file alone in a
+    matrix environment: `python -m pytest tests/spark/test_delta.py`)."""
+    from harness.core.options import RunOptions
+    from harness.spark import formats
+    from harness.spark.session import get_session
+    spark = get_session(RunOptions.from_env(delta=True)).spark
+    if delta.runtime_for(spark.version) is None or not delta.loaded(spark):
+        pytest.skip("this session has no Delta Lake (a Spark with a Delta release, started with a Delta scenario)")
+    formats.DELTA_FORMAT.write_stats_only(spark, "delta_replay", load_spec(STATS_DELTA))
+
+    def size(sql):
+        return int(str(spark.sql(sql)._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    assert size("SELECT * FROM delta_replay") == 50 << 30
+    pruned = size("SELECT * FROM delta_replay WHERE day = DATE'2024-01-01'")
+    assert pruned == (40 << 30 if spark.version >= "3.2" else 50 << 30)
