@@ -110,3 +110,20 @@ def test_a_statistics_only_delta_table_is_sized_by_its_log():
     assert size("SELECT * FROM delta_replay") == 50 << 30
     pruned = size("SELECT * FROM delta_replay WHERE day = DATE'2024-01-01'")
     assert pruned == (40 << 30 if spark.version >= "3.2" else 50 << 30)
+
+
+def test_capture_refuses_a_delta_table_in_one_line(tmp_path):
+    """Until capture reads a Delta log: never a table with no columns and the wrong size."""
+    from harness.capturing.to_scenario import CaptureError, capture
+    from harness.core.options import RunOptions
+    from harness.spark.session import get_session
+    spark = get_session(RunOptions.from_env(delta=True)).spark
+    if not delta.loaded(spark):
+        pytest.skip("this session has no Delta Lake")
+    if not spark._jsparkSession.catalog().tableExists("delta_captured"):
+        spark.range(100).selectExpr("id", "id % 4 AS p").write.format("delta").partitionBy("p") \
+            .saveAsTable("delta_captured")
+    with pytest.raises(CaptureError, match="it reads the Delta table default.delta_captured, which capture does not "
+                                           "read yet"):
+        capture("SELECT * FROM delta_captured", tmp_path / "d.yaml", source="d.sql")
+    assert not (tmp_path / "d.yaml").exists()
