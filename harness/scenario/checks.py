@@ -547,9 +547,13 @@ def _check_delta(at: Where, where: tuple, table: dict) -> None:
                        "every Spark version); partition it, or leave the layout to a parquet table")
     if "analyze" in table:
         raise at.error(where + ("analyze",), "a Delta table is sized from its log (ANALYZE TABLE is not replayed)")
-    for key in ("partitions_omitted",):
+    if "partitions_omitted" in table:
+        raise at.error(where + ("partitions_omitted",), "a Delta table's log lists every partition: leave "
+                       "`partitions_omitted` out")
+    for key in ("properties", "sort_by", "files_per_partition"):
         if key in table:
-            raise at.error(where + (key,), "a Delta table's log lists every partition: leave `partitions_omitted` out")
+            raise at.error(where + (key,), f"`{key}` is not set on a Delta table from a scenario (no Delta table "
+                           "property has been measured to change a join's plan here)")
     if is_stats_only(table):
         stats = table["stats"]
         if "size_bytes" not in stats:

@@ -47,8 +47,10 @@ def test_delta_tables_load(write_scenario):
     (STATS_DELTA.replace("rows: 500}", "rows: 500, columns: {k: {distinct: 5}}}"),
      "tables.b.stats.columns: a Delta table's column statistics are not replayed"),
     (STATS_DELTA.replace("size_bytes: 40 GiB", "size_bytes: 39 GiB"), "the partitions hold"),
-    (STATS_DELTA.replace("format: delta", "format: delta\n    sort_by: [k]"), "tables.b.sort_by: `sort_by` is an "
-                                                                               "Iceberg table's"),
+    (STATS_DELTA.replace("format: delta", "format: delta\n    sort_by: [k]"), "tables.b.sort_by: `sort_by` is not set "
+                                                                               "on a Delta table"),
+    (STATS_DELTA.replace("format: delta", "format: delta\n    properties: {delta.appendOnly: true}"),
+     "tables.b.properties: `properties` is not set on a Delta table"),
 ])
 def test_what_a_delta_table_may_not_declare(write_scenario, text, says):
     assert says in error_of(write_scenario, text)
