@@ -41,6 +41,7 @@ class CapturedTable:
     stats: dict                  # the scenario's `stats:`
     bucket_by: dict | None = None  # the table's bucket spec, as the scenario's `bucket_by:`
     partitions: dict | None = None  # a partitioned catalog table's `partition_by` and `partition_values`
+    format: str | None = None       # a table format other than Spark's parquet tables (`delta`)
     iceberg: dict | None = None  # an Iceberg table's `format`, partition spec, partitions, sort order, properties
     reference: str = ""          # how the query's catalog names it (quoted parts)
     view_sql: str | None = None  # a view: its text (rewritten later)
@@ -146,10 +147,8 @@ def _table(spark, meta, relation) -> CapturedTable:
     database, table = identifier(meta)
     provider = meta.provider()
     if not provider.isEmpty() and str(provider.get()).lower() == "delta":
-        # its schema and partitions live in its log, not the catalog: captured from the
-        # catalog it would be a table with no columns and the wrong size
-        raise CaptureError(f"it reads the Delta table {database}.{table}, which capture does not read yet: declare it "
-                           "by hand as a statistics-only table with `format: delta` and its partitions' sizes")
+        # its schema and partitions live in its log, not in the catalog entry
+        return _delta_table(spark, meta, relation)
     schema = {f.name(): _type(database, table, f) for f in _fields(meta.schema())}
     stats = meta.stats()
     notes = []
@@ -170,6 +169,71 @@ def _table(spark, meta, relation) -> CapturedTable:
                      "files; ANALYZE TABLE it (or capture --analyze) for row counts and column statistics")
         return CapturedTable(database, table, schema, {"size_bytes": size}, _bucket_by(meta), notes=notes)
     return CapturedTable(database, table, schema, _stats(spark, stats.get(), schema), _bucket_by(meta), notes=notes)
+
+
+# ---------------------------------------------------------------- Delta Lake tables
+
+def _delta_table(spark, meta, relation) -> CapturedTable:
+    """A Delta table as a statistics-only Delta table: its schema as Spark reads it, and
+    its current snapshot's partitions, each its size and record count, summed from the
+    log's add actions (a job over the log: no data file is read)."""
+    database, table = identifier(meta)
+    where = f"{database}.{table}"
+    schema = {f.name(): _type(database, table, f) for f in _fields(relation.schema())}
+    location = str(meta.location().toString())
+    try:
+        snapshot = _delta_snapshot(spark, location)
+        columns = _names(snapshot.metadata().partitionColumns())
+        files = _frame(spark, snapshot.allFiles().toDF())
+    except Exception as exc:
+        raise CaptureError(f"the Delta log of {where} cannot be read ({one_line(str(exc))[:160]})") from None
+    from pyspark.sql import functions as F
+    keys = [F.col("partitionValues").getItem(c).alias(f"v{i}") for i, c in enumerate(columns)]
+    records = F.get_json_object("stats", "$.numRecords").cast("long")
+    rows = files.groupBy(*keys).agg(F.sum("size").alias("size"), F.sum(records).alias("records"),
+                                    F.count(F.when(records.isNull(), 1)).alias("unknown")) \
+        .limit(MAX_PARTITIONS + 1).collect() if columns else \
+        files.agg(F.sum("size").alias("size"), F.sum(records).alias("records"),
+                  F.count(F.when(records.isNull(), 1)).alias("unknown")).collect()
+    notes = []
+    known_rows = all(row["unknown"] == 0 for row in rows)
+    if not known_rows:
+        notes.append(f"{where}: some of its files carry no record count: rows are left out")
+    if not columns:
+        size = int(rows[0]["size"] or 0)
+        stats = {"size_bytes": size, **({"rows": int(rows[0]["records"] or 0)} if known_rows else {})}
+        return CapturedTable(database, table, schema, stats, notes=notes, format="delta")
+    if len(rows) > MAX_PARTITIONS:
+        raise CaptureError(f"the Delta table {where} has more than {MAX_PARTITIONS:,} partitions, more than a "
+                           "scenario holds")
+    partitions = []
+    for row in rows:
+        values = [_partition_value(row[f"v{i}"], schema.get(c, "string")) for i, c in enumerate(columns)]
+        entry = {"values": values, "size_bytes": int(row["size"] or 0)}
+        if known_rows:
+            entry["rows"] = int(row["records"] or 0)
+        partitions.append(entry)
+    partitions.sort(key=lambda p: [(v is None, str(v)) for v in p["values"]])
+    stats = {"size_bytes": sum(p["size_bytes"] for p in partitions)}
+    if known_rows:
+        stats["rows"] = sum(p["rows"] for p in partitions)
+    return CapturedTable(database, table, schema, stats, notes=notes, format="delta",
+                         partitions={"partition_by": columns, "partition_values": partitions})
+
+
+def _delta_snapshot(spark, location: str):
+    """The table's current snapshot: DeltaLog.update's parameters differ by release (one
+    boolean in 0.8, then one or two Options more), all defaulted in Scala."""
+    log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, location)
+    arity = max(m.getParameterCount() for m in log.getClass().getMethods() if m.getName() == "update")
+    empty = spark._jvm.scala.Option.empty()
+    return log.update(False, *([empty] * (arity - 1)))
+
+
+def _frame(spark, jdf):
+    """A Python DataFrame over a JVM one (PySpark before 3.3 wants the SQLContext)."""
+    from pyspark.sql import DataFrame
+    return DataFrame(jdf, getattr(spark, "_wrapped", None) or spark)
 
 
 # ---------------------------------------------------------------- partitioned catalog tables

@@ -329,8 +329,8 @@ def _table_spec(table: CapturedTable) -> dict:
     if table.iceberg is not None:
         layout = dict(table.iceberg)
         return {"format": layout.pop("format"), "schema": table.schema, "stats": table.stats, **layout}
-    return {"schema": table.schema, "stats": table.stats, **({"bucket_by": table.bucket_by} if table.bucket_by else {}),
-            **(table.partitions or {})}
+    return {**({"format": table.format} if table.format else {}), "schema": table.schema, "stats": table.stats,
+            **({"bucket_by": table.bucket_by} if table.bucket_by else {}), **(table.partitions or {})}
 
 
 def session_join_conf(spark) -> dict:

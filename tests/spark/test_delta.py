@@ -6,6 +6,7 @@ sizes with one (Delta 2.0 and later; before, the whole snapshot, as over a real 
 import json
 
 import pytest
+import yaml
 
 from harness.scenario.model import load_scenario
 from harness.scenario.tables import declares_format
@@ -114,18 +115,53 @@ def test_a_statistics_only_delta_table_is_sized_by_its_log():
     assert pruned == (40 << 30 if spark.version >= "3.2" else 50 << 30)
 
 
-def test_capture_refuses_a_delta_table_in_one_line(tmp_path):
-    """Until capture reads a Delta log: never a table with no columns and the wrong size."""
-    from harness.capturing.to_scenario import CaptureError, capture
+DELTA_QUERIES = {
+    "one_partition": "SELECT f.v, d.name FROM delta_fact f JOIN delta_dim d ON f.k = d.k WHERE f.p = 2",
+    "all": "SELECT f.v, d.name FROM delta_fact f JOIN delta_dim d ON f.k = d.k",
+    "dpp": "SELECT f.v, d.name FROM delta_fact f JOIN delta_dim d ON f.p = d.k WHERE d.name = 'n1'",
+}
+
+
+@pytest.mark.parametrize("name", list(DELTA_QUERIES))
+def test_a_delta_table_round_trips_through_capture(tmp_path, name):
+    """A real partitioned Delta table with data, captured (its log's partitions, sizes and
+    record counts) and replayed as a statistics-only Delta table on the same Spark, plans
+    as the original query: the same joins, build sides, shuffles, pruning and estimates."""
+    from harness.capturing.to_scenario import capture
+    from harness.check import runner
     from harness.core.options import RunOptions
+    from harness.observe import jvm_plans
+    from harness.scenario.model import expand
+    from harness.spark.query import checksum_frame
     from harness.spark.session import get_session
-    spark = get_session(RunOptions.from_env(delta=True)).spark
+    session = get_session(RunOptions.from_env(delta=True))
+    spark = session.spark
     if not delta.loaded(spark):
         pytest.skip("this session has no Delta Lake")
-    if not spark._jsparkSession.catalog().tableExists("delta_captured"):
-        spark.range(100).selectExpr("id", "id % 4 AS p").write.format("delta").partitionBy("p") \
-            .saveAsTable("delta_captured")
-    with pytest.raises(CaptureError, match="it reads the Delta table default.delta_captured, which capture does not "
-                                           "read yet"):
-        capture("SELECT * FROM delta_captured", tmp_path / "d.yaml", source="d.sql")
-    assert not (tmp_path / "d.yaml").exists()
+    if not spark._jsparkSession.catalog().tableExists("delta_fact"):
+        spark.range(40000).selectExpr("id % 500 AS k", "CAST(id AS DOUBLE) AS v",
+                                      "CAST(CASE WHEN id < 30000 THEN 0 ELSE id % 4 END AS INT) AS p") \
+            .write.format("delta").partitionBy("p").saveAsTable("delta_fact")
+        spark.range(500).selectExpr("CAST(id AS INT) AS k", "concat('n', id % 3) AS name") \
+            .write.format("delta").saveAsTable("delta_dim")
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        path = capture(DELTA_QUERIES[name], tmp_path / "d.yaml", source="d.sql")
+        frame = checksum_frame(spark.sql(DELTA_QUERIES[name]))
+        names = {"delta_fact": "delta_fact", "delta_dim": "delta_dim"}
+        direct = [(j.strategy, j.build_side, j.tables, j.shuffles, j.scans)
+                  for j in jvm_plans.join_nodes(jvm_plans.current_plan(frame), names)]
+        direct_estimates = jvm_plans.join_estimates(frame)
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    fact = yaml.safe_load(path.read_text())["tables"]["delta_fact"]
+    assert fact["format"] == "delta" and fact["partition_by"] == ["p"]
+    assert [p["values"] for p in fact["partition_values"]] == [[0], [1], [2], [3]]
+    if spark.version >= "3.2":  # Delta 0.8 and 1.0 (Spark 3.0, 3.1) write no record counts into the log
+        assert [p["rows"] for p in fact["partition_values"]] == [32500, 2500, 2500, 2500]
+    record = runner.run_case(expand(load_scenario(path))[0], session)
+    assert record.status == "passed", record.message
+    replayed = [(j["strategy"], j["build_side"], j["tables"], j["shuffles"], j["scans"])
+                for j in record.observed.initial.joins]
+    assert replayed == direct
+    assert record.observed.estimates == direct_estimates
