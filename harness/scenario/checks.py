@@ -21,6 +21,7 @@ from harness.scenario.errors import (
 )
 from harness.scenario.tables import (
     DERIVED_SOURCES,
+    DELTA_PROPERTIES,
     ICEBERG_PROPERTIES,
     MAX_PARTITIONS,
     as_hint_list,
@@ -501,7 +502,7 @@ def _check_layouts(at: Where, data: dict) -> None:
         _check_partition_values_owner(at, ("tables", name), table)
         if is_delta(table):
             _check_delta(at, ("tables", name), table)
-        if is_iceberg(table) or any(key in table for key in ICEBERG_ONLY):
+        elif is_iceberg(table) or any(key in table for key in ICEBERG_ONLY):
             _check_iceberg_layout(at, ("tables", name), name, table)
             continue
         layout = {key: table[key] for key in ("bucket_by", "partition_by") if key in table}
@@ -550,10 +551,16 @@ def _check_delta(at: Where, where: tuple, table: dict) -> None:
     if "partitions_omitted" in table:
         raise at.error(where + ("partitions_omitted",), "a Delta table's log lists every partition: leave "
                        "`partitions_omitted` out")
-    for key in ("properties", "sort_by", "files_per_partition"):
+    for key in ("sort_by", "files_per_partition"):
         if key in table:
-            raise at.error(where + (key,), f"`{key}` is not set on a Delta table from a scenario (no Delta table "
-                           "property has been measured to change a join's plan here)")
+            raise at.error(where + (key,), f"`{key}` is an Iceberg table's; a Delta table is laid out by "
+                           "`partition_by`")
+    for key, value in (table.get("properties") or {}).items():
+        if key not in DELTA_PROPERTIES:
+            raise at.error(where + ("properties", key), f"table property '{key}' may not be set from a scenario "
+                           f"(allowed on a Delta table: {', '.join(sorted(DELTA_PROPERTIES))})")
+        if not DELTA_PROPERTIES[key](value):
+            raise at.error(where + ("properties", key), f"{value!r} is not a value this harness sets for '{key}'")
     if is_stats_only(table):
         stats = table["stats"]
         if "size_bytes" not in stats:

@@ -302,6 +302,17 @@ ICEBERG_PROPERTIES = {
 
 DELTA = "delta"
 
+# Delta table properties a scenario may set: how the log is kept and what it records,
+# nothing that names a location or a class; each with the values it accepts. Set in the
+# table's metadata (its first commit) for a statistics-only table, by ALTER TABLE ... SET
+# TBLPROPERTIES after the rows are written for a table with rows.
+DELTA_PROPERTIES = {
+    "delta.appendOnly": lambda v: str(v).lower() in ("true", "false"),
+    "delta.dataSkippingNumIndexedCols": lambda v: re.fullmatch(r"-?[0-9]{1,4}", str(v)) is not None
+    and -1 <= int(v) <= 1000,
+    "delta.checkpointInterval": lambda v: str(v).isdigit() and 1 <= int(v) <= 1000,
+}
+
 
 def is_delta(table: dict) -> bool:
     return table.get("format") == DELTA

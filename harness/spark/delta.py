@@ -12,6 +12,7 @@ import json
 import uuid
 from pathlib import Path
 
+from harness.core.text import quoted_identifier
 from harness.scenario.tables import literal_schema, partition_directory, partition_text
 from harness.spark.jvm_packages import Coordinate
 
@@ -77,6 +78,14 @@ def write_table(spark, name: str, df, spec: dict) -> None:
     if spec.get("partition_by"):
         writer = writer.partitionBy(*spec["partition_by"])
     writer.saveAsTable(name)
+    properties = _properties(spec)
+    if properties:  # vetted keys and values (harness.scenario.tables.DELTA_PROPERTIES)
+        listed = ", ".join(f"'{key}'='{value}'" for key, value in sorted(properties.items()))
+        spark.sql(f"ALTER TABLE {quoted_identifier(name)} SET TBLPROPERTIES ({listed})")
+
+
+def _properties(spec: dict) -> dict:
+    return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in (spec.get("properties") or {}).items()}
 
 
 # Delta's JSON schema names of the scenario's scalar types
@@ -104,7 +113,7 @@ def log_actions(spec: dict, table_id: str) -> list[dict]:
     actions = [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
                {"metaData": {"id": table_id, "format": {"provider": "parquet", "options": {}},
                              "schemaString": json.dumps(delta_schema(spec)), "partitionColumns": columns,
-                             "configuration": {}, "createdTime": 0}}]
+                             "configuration": _properties(spec), "createdTime": 0}}]
     for i, partition in enumerate(partitions):
         folder = partition_directory(columns, partition["values"])
         add = {"path": f"{folder + '/' if folder else ''}part-{i:05d}-statistics-only.parquet",

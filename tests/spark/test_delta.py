@@ -35,6 +35,9 @@ WITH_ROWS = MINIMAL.replace("      k: {key: {cardinality: 10}}\n",
 def test_delta_tables_load(write_scenario):
     assert load_scenario(write_scenario(STATS_DELTA)).data["tables"]["b"]["stats"]["size_bytes"] == 50 << 30
     assert load_scenario(write_scenario(WITH_ROWS)).data["tables"]["a"]["format"] == "delta"
+    with_properties = WITH_ROWS.replace("    format: delta\n", "    format: delta\n    properties: {delta.appendOnly: true, "
+                                        "delta.dataSkippingNumIndexedCols: 8}\n")
+    assert load_scenario(write_scenario(with_properties)).data["tables"]["a"]["properties"]["delta.appendOnly"] is True
 
 
 @pytest.mark.parametrize("text, says", [
@@ -48,10 +51,12 @@ def test_delta_tables_load(write_scenario):
     (STATS_DELTA.replace("rows: 500}", "rows: 500, columns: {k: {distinct: 5}}}"),
      "tables.b.stats.columns: a Delta table's column statistics are not replayed"),
     (STATS_DELTA.replace("size_bytes: 40 GiB", "size_bytes: 39 GiB"), "the partitions hold"),
-    (STATS_DELTA.replace("format: delta", "format: delta\n    sort_by: [k]"), "tables.b.sort_by: `sort_by` is not set "
-                                                                               "on a Delta table"),
-    (STATS_DELTA.replace("format: delta", "format: delta\n    properties: {delta.appendOnly: true}"),
-     "tables.b.properties: `properties` is not set on a Delta table"),
+    (STATS_DELTA.replace("format: delta", "format: delta\n    sort_by: [k]"), "tables.b.sort_by: `sort_by` is an "
+                                                                               "Iceberg table's"),
+    (STATS_DELTA.replace("format: delta", "format: delta\n    properties: {delta.logStore.class: x}"),
+     "tables.b.properties.delta.logStore.class: table property 'delta.logStore.class' may not be set"),
+    (STATS_DELTA.replace("format: delta", "format: delta\n    properties: {delta.checkpointInterval: 0}"),
+     "tables.b.properties.delta.checkpointInterval: 0 is not a value"),
 ])
 def test_what_a_delta_table_may_not_declare(write_scenario, text, says):
     assert says in error_of(write_scenario, text)
@@ -62,7 +67,9 @@ def test_a_statistics_only_delta_log_carries_each_partition_s_size_and_rows():
     actions = delta.log_actions(spec, "id-1")
     assert actions[0] == {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}
     meta = actions[1]["metaData"]
-    assert meta["partitionColumns"] == ["day"]
+    assert meta["partitionColumns"] == ["day"] and meta["configuration"] == {}
+    assert delta.log_actions({**spec, "properties": {"delta.appendOnly": True}}, "id-3")[1]["metaData"][
+        "configuration"] == {"delta.appendOnly": "true"}
     assert [f["type"] for f in json.loads(meta["schemaString"])["fields"]] == ["long", "date"]
     adds = [a["add"] for a in actions[2:]]
     assert [(a["partitionValues"], a["size"], json.loads(a["stats"])) for a in adds] == [
@@ -106,7 +113,10 @@ def test_a_statistics_only_delta_table_is_sized_by_its_log():
     spark = get_session(RunOptions.from_env(delta=True)).spark
     if delta.runtime_for(spark.version) is None or not delta.loaded(spark):
         pytest.skip("this session has no Delta Lake (a Spark with a Delta release, started with a Delta scenario)")
-    formats.DELTA_FORMAT.write_stats_only(spark, "delta_replay", load_spec(STATS_DELTA))
+    formats.DELTA_FORMAT.write_stats_only(spark, "delta_replay",
+                                          {**load_spec(STATS_DELTA), "properties": {"delta.appendOnly": True}})
+    properties = {row[0]: row[1] for row in spark.sql("SHOW TBLPROPERTIES delta_replay").collect()}
+    assert properties.get("delta.appendOnly") == "true"
 
     def size(sql):
         return int(str(spark.sql(sql)._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
