@@ -27,7 +27,7 @@ from harness.observe import jvm_plans, model, printed_plans
 from harness.scenario import confs
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import Case
-from harness.scenario.tables import is_derived, is_iceberg, is_stats_only, uses_iceberg
+from harness.scenario.tables import is_derived, is_stats_only, uses_iceberg, written_derived
 from harness.spark import datagen, derived, executions, sql_guard, streaming
 from harness.spark.errors import describe_error
 from harness.spark.query import build_query, checksum_frame, checksum_text
@@ -73,7 +73,7 @@ def _catalog_names(case: Case, conf: dict) -> dict | None:
     names = {datagen.catalog_table_name(case.scenario.seed, name, table, data_conf): name
              for name, table in spec.items() if table.get("materialize") == "catalog" or is_stats_only(table)}
     names.update({datagen.derived_catalog_name(case.scenario.seed, name, spec, data_conf): name
-                  for name, table in spec.items() if is_derived(table) and is_iceberg(table)})
+                  for name, table in spec.items() if is_derived(table) and written_derived(table)})
     return names or None
 
 

@@ -421,8 +421,9 @@ def derived_catalog_name(seed: int, name: str, specs: dict, data_conf: dict | No
     return catalog_table_name(seed, name, derived_lineage(specs, name), data_conf)
 
 
-def derived_iceberg_table(spark, seed: int, name: str, specs: dict, data_conf: dict, build):
-    """A derived table's rows written once per worker into an Iceberg table: `build()`
+def derived_catalog_table(spark, seed: int, name: str, specs: dict, data_conf: dict, build):
+    """A derived table's rows written once per worker into a table of its format (an
+    Iceberg or a Delta table: harness.scenario.tables.written_derived): `build()`
     makes its frame, only when the table is not there yet. Named by `derived_lineage` of
     the file's `specs` and the configs that shape values."""
     key = (id(spark), derived_catalog_name(seed, name, specs, data_conf))

@@ -22,7 +22,7 @@ from harness.scenario.tables import (
     derived_inputs,
     hint_name,
     is_derived,
-    is_iceberg,
+    written_derived,
 )
 from harness.spark import datagen
 from harness.spark.query import build_query
@@ -88,8 +88,8 @@ def build_inputs(session, scope, case: Case, conf: dict, names: list[str] | None
     tables: dict = {}
     for name in needed_tables(spark, scenario, names or top_tables(case)):
         spec = specs[name]
-        if is_derived(spec) and is_iceberg(spec):
-            tables[name] = datagen.derived_iceberg_table(spark, scenario.seed, name, specs, data_conf,
+        if is_derived(spec) and written_derived(spec):
+            tables[name] = datagen.derived_catalog_table(spark, scenario.seed, name, specs, data_conf,
                                                          lambda: build_derived(spark, scope, spec, tables))
             continue
         if is_derived(spec):

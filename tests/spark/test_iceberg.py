@@ -94,7 +94,7 @@ def test_a_derived_table_may_be_written_as_an_iceberg_table(write_scenario):
                                                    "    sort_by: [n]\n")))
     assert "tables.b.partition_by[0]: unknown transform 'zorder'" in error_of(
         write_scenario, DERIVED_B.replace("    format: iceberg\n", "    format: iceberg\n    partition_by: ['zorder(k)']\n"))
-    assert "tables.b.partition_by: a derived table is partitioned only as an Iceberg table: add `format: iceberg`" \
+    assert "tables.b.partition_by: a derived table is partitioned only as an Iceberg or Delta table: add `format: iceberg` or `format: delta`" \
         in error_of(write_scenario, DERIVED_B.replace("    format: iceberg\n", "    partition_by: [k]\n"))
     assert "tables.b.properties.location: table property 'location' may not be set" in error_of(
         write_scenario, DERIVED_B.replace("    format: iceberg\n", "    format: iceberg\n    properties: {location: /x}\n"))
@@ -368,10 +368,10 @@ def test_a_derived_iceberg_table_is_looked_up_once_per_worker(monkeypatch):
     monkeypatch.setattr(datagen, "format_of", lambda spec: there)
     specs = {"a": {"rows": 1, "columns": {"k": {"sequence": {}}}}, "b": {"sql": "SELECT k FROM a", "format": "iceberg"},
              "c": {"rows": 2, "columns": {"k": {"sequence": {}}}}}
-    first = datagen.derived_iceberg_table(spark, 1, "b", specs, {}, lambda: built.append(1))
-    again = datagen.derived_iceberg_table(spark, 1, "b", specs, {}, lambda: built.append(1))
+    first = datagen.derived_catalog_table(spark, 1, "b", specs, {}, lambda: built.append(1))
+    again = datagen.derived_catalog_table(spark, 1, "b", specs, {}, lambda: built.append(1))
     assert first is again and len(spark.lookups) == 1 and built == []
-    other = datagen.derived_iceberg_table(spark, 2, "b", specs, {}, lambda: built.append(1))  # another seed
+    other = datagen.derived_catalog_table(spark, 2, "b", specs, {}, lambda: built.append(1))  # another seed
     assert other is not first and len(spark.lookups) == 2
     # named by the tables declared up to it: a table after it does not rename it, one before does
     later = {**specs, "c": {"rows": 3, "columns": {"k": {"sequence": {}}}}}
