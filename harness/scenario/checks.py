@@ -537,6 +537,16 @@ def _check_layouts(at: Where, data: dict) -> None:
             _check_catalog_partitions(at, where, table)
 
 
+def _check_properties(at: Where, where: tuple, table: dict, allowed: dict, on: str = "") -> None:
+    """Only vetted table properties, each with a value the harness sets."""
+    for key, value in (table.get("properties") or {}).items():
+        if key not in allowed:
+            raise at.error(where + ("properties", key), f"table property '{key}' may not be set from a scenario "
+                           f"(allowed{on}: {', '.join(sorted(allowed))})")
+        if not allowed[key](value):
+            raise at.error(where + ("properties", key), f"{value!r} is not a value this harness sets for '{key}'")
+
+
 def _check_delta(at: Where, where: tuple, table: dict) -> None:
     """A Delta table: a catalog table of generated or literal rows, or statistics-only (a
     Delta log), partitioned by its columns; never bucketed (Delta refuses it on every
@@ -556,12 +566,7 @@ def _check_delta(at: Where, where: tuple, table: dict) -> None:
         if key in table:
             raise at.error(where + (key,), f"`{key}` is an Iceberg table's; a Delta table is laid out by "
                            "`partition_by`")
-    for key, value in (table.get("properties") or {}).items():
-        if key not in DELTA_PROPERTIES:
-            raise at.error(where + ("properties", key), f"table property '{key}' may not be set from a scenario "
-                           f"(allowed on a Delta table: {', '.join(sorted(DELTA_PROPERTIES))})")
-        if not DELTA_PROPERTIES[key](value):
-            raise at.error(where + ("properties", key), f"{value!r} is not a value this harness sets for '{key}'")
+    _check_properties(at, where, table, DELTA_PROPERTIES, " on a Delta table")
     if is_stats_only(table):
         stats = table["stats"]
         if "size_bytes" not in stats:
@@ -675,12 +680,7 @@ def _check_iceberg_layout(at: Where, where: tuple, name: str, table: dict) -> No
             raise at.error(where + field, message)
     if is_stats_only(table):
         _check_iceberg_stats(at, where, table)
-    for key, value in (table.get("properties") or {}).items():
-        if key not in ICEBERG_PROPERTIES:
-            raise at.error(where + ("properties", key), f"table property '{key}' may not be set from a scenario "
-                           f"(allowed: {', '.join(sorted(ICEBERG_PROPERTIES))})")
-        if not ICEBERG_PROPERTIES[key](value):
-            raise at.error(where + ("properties", key), f"{value!r} is not a value this harness sets for '{key}'")
+    _check_properties(at, where, table, ICEBERG_PROPERTIES)
 
 
 def _check_iceberg_stats(at: Where, where: tuple, table: dict) -> None:
