@@ -384,34 +384,33 @@ def _pruning_kinds(scans: list[dict], top: dict | None, side: str) -> list[str]:
     return sorted({("broadcast" if reused and scan["pruning"] in ADAPTIVE else scan["pruning"]) for scan in scans})
 
 
-def undecided_pruning(expected: list[dict], joins: list[dict]) -> list[str]:
-    """The tables whose expected pruning this (initial adaptive) plan leaves to AQE: a
-    reuse of the broadcast asked where AQE may still make one, or pruning itself asked
-    where AQE may still drop it."""
+def _table_pruning(table: str, joins: list[dict]) -> list[str]:
+    """The pruning kinds of a table's scans below the top join (`_pruning_kinds`)."""
     scans, top = _top_scans(joins) or {}, joins[0] if joins else None
-    out = []
-    for want in expected:
-        kinds = [kind for side in ("left", "right")
-                 for kind in _pruning_kinds([s for s in scans.get(side) or [] if s["table"] == want["table"]], top, side)]
-        if ("adaptive_reuse_only" in kinds and not set(kinds) & set(PRUNED)) or \
-                ("adaptive" in kinds and "reuses_broadcast" in want and "broadcast" not in kinds):
-            out.append(want["table"])
-    return out
+    return sorted({kind for side in ("left", "right")
+                   for kind in _pruning_kinds([s for s in scans.get(side) or [] if s["table"] == table], top, side)})
+
+
+def _undecided(kinds: list[str], want: dict) -> bool:
+    """AQE may still drop the filter, or may still make the reuse the expectation asks about."""
+    return ("adaptive_reuse_only" in kinds and not set(kinds) & set(PRUNED)) or \
+        ("adaptive" in kinds and "reuses_broadcast" in want and "broadcast" not in kinds)
+
+
+def undecided_pruning(expected: list[dict], joins: list[dict]) -> list[str]:
+    """The tables whose expected pruning this (initial adaptive) plan leaves to AQE."""
+    return [want["table"] for want in expected if _undecided(_table_pruning(want["table"], joins), want)]
 
 
 def _compare_pruning(expected: list[dict], joins: list[dict], which: str) -> list[str]:
-    scans = _top_scans(joins) or {}
-    top = joins[0] if joins else None
     problems = []
     for want in expected:
-        kinds = sorted({kind for side in ("left", "right")
-                        for kind in _pruning_kinds([s for s in scans.get(side) or [] if s["table"] == want["table"]],
-                                                   top, side)})
+        kinds = _table_pruning(want["table"], joins)
         if not kinds:
             problems.append(f"{which} plan: no scan of table {want['table']} below the top join to check its "
                             f"dynamic partition pruning")
             continue
-        if want["table"] in undecided_pruning([want], joins):
+        if _undecided(kinds, want):
             continue  # not checkable: said by not_checkable
         pruned = any(kind in PRUNED + ("adaptive",) for kind in kinds)
         said = ", ".join(PRUNING_WORDS[kind] for kind in kinds)
