@@ -1,8 +1,8 @@
 """A statistics-only table of 10,000 partitions (`make bench-partitions`; not part of the
 timed tests).
 
-Prints: validating the scenario file; creating the table (10,000 partition folders of
-sparse files, registered by RECOVER PARTITIONS) with the first case; planning each case
+Prints: validating the scenario file; creating the table (10,000 partitions registered
+in the catalog, each located at one sparse file) with the first case; planning each case
 afterwards (a filter on one partition, no partition filter, a join on the partition column
 that keeps every partition); the disk the table's folder occupies against the size it
 replays; and `capture` of a query over the table (10,000 partitions listed, no file read).
@@ -86,7 +86,7 @@ def main() -> None:
         started = time.perf_counter()
         record = run_case(cases[0], session)
         assert record.status in ("observed", "passed"), record.message
-        print(f"first case (table created: {PARTITIONS:,} partition folders, RECOVER PARTITIONS, statistics): "
+        print(f"first case (table created: {PARTITIONS:,} partitions registered, each a sparse file, statistics): "
               f"{time.perf_counter() - started:.2f} s")
         for (label, _), case in zip(QUERIES.items(), cases):
             times = []
@@ -101,7 +101,7 @@ def main() -> None:
         table = next(t for t in spark.catalog.listTables() if t.name.startswith("fact_"))
         used, length = disk_used(Path(table_location(spark, table.name)))
         print(f"disk: the table's folder replays {length / 1e12:.1f} TB in {used / 1024:,.0f} KiB "
-              f"({PARTITIONS:,} folders and files)")
+              f"({PARTITIONS:,} partitions, one sparse file each)")
         spark.sql("CREATE DATABASE IF NOT EXISTS prod_bench")
         started = time.perf_counter()
         out = capture(f"SELECT * FROM {table.name} f JOIN {table.name} g ON f.k = g.k WHERE f.day = DATE'2001-01-01'",

@@ -348,6 +348,8 @@ def _listed_size(spark, hadoop, location: str) -> int | None:
 
 
 def _local_size(folder: str) -> int:
+    if os.path.isfile(folder):  # a location may be one file: Spark's listing of it is that file
+        return 0 if _hidden(os.path.basename(folder)) else os.path.getsize(folder)
     total, folders = 0, [folder]
     while folders:
         with os.scandir(folders.pop()) as entries:

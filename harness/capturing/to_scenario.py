@@ -40,6 +40,7 @@ from harness.spark.sql_guard import (
     LOGICAL,
     QUERY_OPERATORS,
     describe,
+    nondeterministic_expression,
 )
 from harness.spark.sql_trees import (
     name_parts,
@@ -162,7 +163,7 @@ def _capture_sql(spark, query: str, out, scenario_id, analyze, source, additions
             table.view_sql = rewrite(spark, table.view_sql, tables, f"{where}: view {table.database}.{table.table}")
     sql = rewrite(spark, query, tables, where)
     scenario_id = scenario_id or _id_from(source) or _id_from(_file_name(out)) or "captured"
-    data = _scenario(spark, frame, tables, sql, scenario_id, where)
+    data = _scenario(spark, frame, tables, sql, scenario_id, where, frame)
     return _write(spark, data, out, scenario_id, where, notes, tables, *additions)
 
 
@@ -192,7 +193,7 @@ def _capture_frame(frame, out, scenario_id, analyze, where, additions: tuple) ->
         raise CaptureError(f"{where}: written as SQL it plans {replayed or 'no join'}, not the DataFrame's "
                            f"{planned or 'no join'}; capture its SQL text instead")
     scenario_id = scenario_id or _id_from(_file_name(out)) or "captured"
-    data = _scenario(spark, frame, tables, sql, scenario_id, where)
+    data = _scenario(spark, frame, tables, sql, scenario_id, where, as_sql)
     return _write(spark, data, out, scenario_id, where, notes, tables, *additions)
 
 
@@ -260,7 +261,10 @@ def _id_from(source: str) -> str:
     return stem if re.match(r"[A-Za-z]", stem or "") else (f"q_{stem}" if stem else "")
 
 
-def _scenario(spark, frame, tables, sql, scenario_id, where) -> dict:
+def _scenario(spark, frame, tables, sql, scenario_id, where, written) -> dict:
+    """`frame`: the query as planned; `written`: the SQL the file holds, analysed (a
+    DataFrame's dropDuplicates is written with first(), which some versions call
+    non-deterministic)."""
     version = spark.version
     ordered = [t for t in tables if t.view_sql is None] + [t for t in tables if t.view_sql is not None]
     specs = {}
@@ -277,6 +281,9 @@ def _scenario(spark, frame, tables, sql, scenario_id, where) -> dict:
         expect.update(_pruning_expectations(joins[0], tables))
     else:
         expect["strategy"] = "none"
+    culprit = nondeterministic_expression(written._jdf.queryExecution().analyzed())
+    if culprit:  # else the replay refuses the file; over statistics-only tables nothing runs
+        expect["varies"] = {"checksum": f"{culprit} is non-deterministic; captured statistics are planned, never run"}
     data = {"id": scenario_id,
             "description": f"Captured from {where}: the query's own tables by their catalog statistics; "
                            f"the join nodes Spark {version} planned.",

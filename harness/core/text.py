@@ -40,3 +40,8 @@ def clock(seconds: float) -> str:
 def quoted_identifier(name: str) -> str:
     """A name as Spark SQL reads it whatever it holds: in backticks, each backtick doubled."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def string_literal(text: str) -> str:
+    """Text as a Spark SQL string literal (backslash escapes, Spark's default parser)."""
+    return "'" + str(text).replace("\\", "\\\\").replace("'", "\\'") + "'"

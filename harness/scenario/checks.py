@@ -26,10 +26,8 @@ from harness.scenario.tables import (
     MAX_PARTITIONS,
     as_hint_list,
     bucket_combinations,
-    MAX_FOLDER_NAME_BYTES,
     byte_size,
     catalog_partition_value_problem,
-    partition_folder,
     column_type,
     hint_name,
     iceberg_column_problems,
@@ -535,6 +533,20 @@ def _check_layouts(at: Where, data: dict) -> None:
             raise at.error(where + ("bucket_by", "columns"), "a bucket column cannot also be a partition column")
         if is_stats_only(table) and partition:
             _check_catalog_partitions(at, where, table)
+            _check_partitions_from_catalog(at, data)
+
+
+MANAGE_PARTITIONS = "spark.sql.hive.manageFilesourcePartitions"
+
+
+def _check_partitions_from_catalog(at: Where, data: dict) -> None:
+    """A statistics-only parquet table's partitions live in the catalog, their files in
+    no folder of the table: with the catalog's partitions switched off Spark would list
+    the table's folder instead and size a production table at 0 bytes."""
+    for where, key, value in confs.settings(data):
+        if key == MANAGE_PARTITIONS and str(value).lower() == "false":
+            raise at.error(where, f"{MANAGE_PARTITIONS}=false lists a table's folder instead of its catalog "
+                           "partitions: a statistics-only partitioned table has no data files to list")
 
 
 def _check_properties(at: Where, where: tuple, table: dict, allowed: dict, on: str = "") -> None:
@@ -610,10 +622,6 @@ def _check_catalog_partitions(at: Where, where: tuple, table: dict) -> None:
             problem = catalog_partition_value_problem(type_name, value)
             if problem is None and not _partition_value_fits(value, type_name):
                 problem = f"{excerpt(value)} is not a {type_name}"
-            if problem is None and len(partition_folder(column, value).encode()) > MAX_FOLDER_NAME_BYTES:
-                problem = (f"'{column}=…' is {len(partition_folder(column, value).encode()):,} bytes as a folder "
-                           f"name, more than the {MAX_FOLDER_NAME_BYTES} a file system holds: no table can have "
-                           "this partition")
             if problem:
                 raise at.error(at_partition + ("values", j), problem)
         key = tuple(map(partition_text, values))

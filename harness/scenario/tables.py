@@ -395,7 +395,6 @@ DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
 # Spark's ExternalCatalogUtils.escapePathName: the characters written %XX in a partition
 # folder's name (control characters are refused at collection).
 _ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
-MAX_FOLDER_NAME_BYTES = 255  # a file name on ext4, xfs and most local file systems
 
 
 def escape_path_name(text: str) -> str:

@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.core.files import atomic_write_text
+from harness.core.text import string_literal
 from harness.scenario.checks import HEAVY_PROVIDERS
 from harness.scenario.model import stable_seed
 from harness.scenario.tables import (
@@ -317,7 +318,7 @@ def sql_literal(value, type_name: str) -> str:
     if type_name == "boolean":
         return "TRUE" if value else "FALSE"
     if type_name == "string":
-        return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return string_literal(value)
     if type_name in ("date", "timestamp"):
         instant = _parse_instant(str(value), type_name)  # ISO text, UTC: the same instant everywhere
         if type_name == "date":

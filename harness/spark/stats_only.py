@@ -17,8 +17,8 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from harness.core.text import quoted_identifier
-from harness.scenario.tables import literal_schema, partition_directory
+from harness.core.text import quoted_identifier, string_literal
+from harness.scenario.tables import DEFAULT_PARTITION_NAME, literal_schema, partition_text
 
 # CatalogColumnStat's property names, and the version of that format (2 since Spark 2.4).
 STAT_KEYS = {"distinct": "distinctCount", "nulls": "nullCount", "min": "min", "max": "max",
@@ -39,39 +39,59 @@ def stats_only_table(spark, table_name: str, spec: dict):
             spark.catalog.createTable(table_name, source="parquet", schema=struct_type(spec))
         if spec.get("partition_values"):
             add_partitions(spark, table_name, spec)
-        if spec["stats"]:  # after the partitions: recovering them drops a table's statistics
+        if spec["stats"]:
             inject(spark, table_name, spec)
     return spark.table(table_name)
 
 
-# ext4 holds files up to 16 TiB: a partition is as many files of at most this length as its size needs.
+# A partition up to this size is one sparse file; a larger one a folder of such files.
 SPARSE_FILE_BYTES = 1 << 40
+# Under the table's folder, hidden from any listing of it (Spark skips names starting `_`).
+PARTITION_STORE = "_partitions"
+
+
 def add_partitions(spark, table_name: str, spec: dict) -> None:
-    """Every listed partition: its directory in the table's location holding files of the
-    partition's size that occupy no disk (sparse: never written, never read: the cases
-    are planned, not run), then registered in the catalog by Spark's own RECOVER
-    PARTITIONS, which reads the values back from the directory names. A plan that prunes
-    partitions lists the kept ones' files and is sized by their length, as over the
-    production table; one that does not is sized by the table's statistics."""
-    location = Path(table_location(spark, table_name)).resolve()
-    for partition in spec["partition_values"]:
-        directory = (location / partition_directory(spec["partition_by"], partition["values"])).resolve()
-        if location not in directory.parents:  # a value never names a path: escaped above, and checked here
-            raise ValueError(f"partition {partition['values']!r} would leave the table's folder")
-        directory.mkdir(parents=True, exist_ok=True)
-        write_sparse_files(directory, partition["size_bytes"])
-    spark.sql(f"ALTER TABLE {quoted_identifier(table_name)} RECOVER PARTITIONS")
+    """Every listed partition registered by Spark's own `ALTER TABLE … ADD PARTITION …
+    LOCATION` (its values as the catalog stores them), its location one file of the
+    partition's size that occupies no disk (sparse: never written, never read: the cases
+    are planned, not run). A plan that prunes partitions lists the kept locations (Spark
+    lists a file as itself) and is sized by their length, as over the production table;
+    one that does not is sized by the table's statistics. No folder per partition: a
+    table of 10,000 partitions costs one folder's entries (264 KiB, not 40 MB)."""
+    store = Path(table_location(spark, table_name)) / PARTITION_STORE
+    store.mkdir(exist_ok=True)
+    clauses = []
+    for index, partition in enumerate(spec["partition_values"]):
+        location = write_sparse_location(store / f"p{index:05d}", partition["size_bytes"])
+        values = ", ".join(f"{quoted_identifier(column)} = {string_literal(text)}"
+                           for column, text in catalog_spec(spec["partition_by"], partition["values"]).items())
+        clauses.append(f"PARTITION ({values}) LOCATION {string_literal(location.resolve().as_uri())}")
+    spark.sql(f"ALTER TABLE {quoted_identifier(table_name)} ADD {' '.join(clauses)}")
 
 
-def write_sparse_files(directory: Path, size: int) -> None:
-    """Files adding up to `size` bytes that hold no blocks on disk."""
-    index = 0
-    while size > 0:
-        length = min(size, SPARSE_FILE_BYTES)
-        with open(directory / f"part-{index:05d}-statistics-only.parquet", "wb") as handle:
-            handle.truncate(length)
-        size -= length
-        index += 1
+def catalog_spec(columns: list[str], values: list) -> dict[str, str]:
+    """A partition's values as Spark's catalog keeps them: text, the null partition under
+    Hive's default partition name (what RECOVER PARTITIONS reads from a folder; the same
+    on 3.0–4.3 for int, date, boolean and string columns, measured)."""
+    texts = (partition_text(value) for value in values)
+    return {column: DEFAULT_PARTITION_NAME if text in (None, "") else text for column, text in zip(columns, texts)}
+
+
+def write_sparse_location(path: Path, size: int) -> Path:
+    """A file of `size` bytes holding no blocks on disk, or (over SPARSE_FILE_BYTES) a
+    folder of such files adding up to it."""
+    if size <= SPARSE_FILE_BYTES:
+        _sparse_file(path, size)
+        return path
+    path.mkdir(exist_ok=True)
+    for index, offset in enumerate(range(0, size, SPARSE_FILE_BYTES)):
+        _sparse_file(path / f"part-{index:05d}.parquet", min(SPARSE_FILE_BYTES, size - offset))
+    return path
+
+
+def _sparse_file(path: Path, length: int) -> None:
+    with open(path, "wb") as handle:
+        handle.truncate(length)
 
 
 def table_location(spark, table_name: str) -> str:

@@ -88,6 +88,19 @@ def test_a_captured_query_replays_the_plan_of_the_real_tables(session, warehouse
     assert estimates == direct_estimates
 
 
+def test_a_non_deterministic_query_is_captured_as_one_and_replays(session, warehouse, tmp_path):
+    """A production query may sample with rand(): the replay plans it (nothing runs over
+    statistics), and the file says its answer varies, or the replay would refuse it."""
+    query = ("SELECT s.amount, i.price FROM prod.sales s JOIN prod.item i ON s.item_id = i.id "
+             "WHERE rand(7) < 0.1")
+    path = capture(query, tmp_path / "sampled.yaml", source="sampled.sql")
+    data = yaml.safe_load(path.read_text())
+    assert "non-deterministic" in data["expect"]["varies"]["checksum"]
+    record, joins, _ = replayed_plan(session, path)
+    assert record.status == "passed", record.message
+    assert joins == direct_plan(warehouse, query)[0] and joins
+
+
 def test_scaled_statistics_replay_what_spark_plans_for_real_tables_of_that_size(session, warehouse, tmp_path):
     spark = warehouse
     path = capture(QUERY, tmp_path / "q.yaml", source="q.sql")

@@ -44,6 +44,7 @@ def test_unknown_table_and_column(write_scenario):
 
 
 def test_faker_providers_are_checked_when_the_file_loads(write_scenario):
+    pytest.importorskip("faker")  # a matrix environment reads Faker's values from the pool cache
     with_faker = MINIMAL.replace("      k: {sequence: {}}", "      k: {sequence: {}}\n      who: {faker: {provider: %s}}")
     message = error_of(write_scenario, with_faker % "frist_name")
     assert message.endswith("case.yaml:12: tables.b.columns.who.faker.provider: unknown Faker provider 'frist_name' "
@@ -246,8 +247,9 @@ def test_a_partitioned_statistics_only_table_never_analyzed_has_no_table_statist
     (("[\"2024-01-02\", null]", "[\"2024-01-02\", \"\"]"), "tables.b.partition_values[1].values[1]: a string"),
     (("[\"2024-01-02\", null]", "[\"2024-01-02\", __HIVE_DEFAULT_PARTITION__]"),
      "tables.b.partition_values[1].values[1]: __HIVE_DEFAULT_PARTITION__ is Hive's name for the null partition"),
-    (("[\"2024-01-02\", null]", "[\"2024-01-02\", \"" + "/" * 100 + "\"]"),
-     "tables.b.partition_values[1].values[1]: 'region=…' is 307 bytes as a folder name, more than the 255"),
+    (("join:\n", "spark_conf: {spark.sql.hive.manageFilesourcePartitions: false}\njoin:\n"),
+     "spark_conf.spark.sql.hive.manageFilesourcePartitions: spark.sql.hive.manageFilesourcePartitions=false lists "
+     "a table's folder instead of its catalog partitions"),
     (("size_bytes: 40 GiB, rows: 400}", "size_bytes: 40 GiB, rows: 400, location: /etc}"),
      "tables.b.partition_values[0].location: unknown field 'location'"),
 ])

@@ -101,13 +101,15 @@ def _scan_size(spark, sql: str) -> int:
     return int(str(spark.sql(sql)._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
 
 
+# path characters, and longer as a folder name than a local file system's 255 bytes
+LONG_VALUE = "a/../b=c%" + "/" * 100
 PARTITIONED = {
     "schema": {"id": "long", "day": "date", "region": "string"},
     "stats": {"size_bytes": (40 << 40) + (10 << 30) + 2048, "rows": 1000},
     "partition_by": ["day", "region"],
     "partition_values": [
         {"values": ["2024-01-01", "eu"], "size_bytes": 40 << 40, "rows": 900},  # 40 TiB: 40 sparse files
-        {"values": ["2024-01-02", "a/../b=c%"], "size_bytes": 10 << 30, "rows": 90},
+        {"values": ["2024-01-02", LONG_VALUE], "size_bytes": 10 << 30, "rows": 90},
         {"values": ["2024-01-03", None], "size_bytes": 1024, "rows": 5},
         {"values": [None, "us"], "size_bytes": 1024, "rows": 5},
     ],
@@ -125,7 +127,7 @@ def test_a_statistics_only_partitioned_table_is_sized_by_the_partitions_a_plan_k
     query = "SELECT id, day, region FROM partitioned_replay"
     assert _scan_size(spark, query) == PARTITIONED["stats"]["size_bytes"]
     assert _scan_size(spark, f"{query} WHERE day = DATE'2024-01-01'") == 40 << 40
-    assert _scan_size(spark, f"{query} WHERE region = 'a/../b=c%'") == 10 << 30
+    assert _scan_size(spark, f"{query} WHERE region = '{LONG_VALUE}'") == 10 << 30
     assert _scan_size(spark, f"{query} WHERE region IS NULL") == 1024
     assert _scan_size(spark, f"{query} WHERE day IS NULL") == 1024
     assert _scan_size(spark, f"{query} WHERE day IS NOT NULL") == (40 << 40) + (10 << 30) + 1024
@@ -135,6 +137,7 @@ def test_a_statistics_only_partitioned_table_is_sized_by_the_partitions_a_plan_k
     assert sum(f.stat().st_size for f in files) == PARTITIONED["stats"]["size_bytes"]
     assert sum(f.stat().st_blocks for f in files) == 0
     assert all(location in f.resolve().parents for f in files)
+    assert not [d for d in location.rglob("*") if d.is_dir() and "=" in d.name]  # no folder per partition
     assert len(spark.sql("SHOW PARTITIONS partitioned_replay").collect()) == 4
 
 
