@@ -8,6 +8,15 @@ order-independent checksum, the plans from `queryExecution`), once with the JVM'
 default flags and once with the harness' driver flags. The harness runs the same grid
 as one scenario file with `pytest -n 2`, its cross-strategy checks included (one per
 join type: six forced strategies each). Prints the three wall times and the ratios.
+
+Bulk work, on its own line (`--bulk`, on by default): on the same rows, a band join
+(`l.k BETWEEN r.k AND r.k + 1`, 400 million pairs compared) as a BroadcastNestedLoopJoin
+for inner, left outer and full outer, as a CartesianProduct (inner, broadcast off), and a
+skewed sort-merge join split by AQE (half the fact's rows on one key). A setting that
+slows bulk throughput (the quick JIT) shows there and not in the short grid.
+
+`--flags "..."` and `--workers N` (0: one process, `local[2]`) set the harness's driver
+JVM flags and pytest-xdist workers, to compare settings on one commit.
 """
 from __future__ import annotations
 
@@ -20,6 +29,8 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 JOIN_TYPES = ["inner", "left_outer", "full_outer"]
@@ -57,10 +68,66 @@ expect:
   plan: final
 """
 
+BULK_TABLES = """\
+seed: 11
+tables:
+  fact:
+    rows: 200000
+    columns:
+      k: {key: {cardinality: 2000}}
+      v: {uniform: {min: 0, max: 1000}}
+  dim:
+    rows: 2000
+    columns:
+      k: {sequence: {}}
+      name: {faker: {provider: name, pool: 500}}
+"""
+BAND = "l.k >= r.k AND l.k <= r.k + 1"  # 400 million pairs compared, ~400,000 kept
+BULK = {
+    "bench_nested_loop": f"""\
+id: bench_nested_loop
+description: nested loops of bench/bench_grid.py
+{BULK_TABLES}join: {{left: fact, right: dim, condition: "{BAND}"}}
+timeout: 900
+matrix:
+  join_type: [inner, left_outer, full_outer]
+expect:
+  plan: final
+""",
+    "bench_cartesian": f"""\
+id: bench_cartesian
+description: the cartesian product of bench/bench_grid.py
+{BULK_TABLES}join: {{left: fact, right: dim, condition: "{BAND}"}}
+timeout: 900
+spark_conf: {{spark.sql.autoBroadcastJoinThreshold: -1}}
+expect:
+  strategy: CartesianProduct
+""",
+    "bench_skew": f"""\
+id: bench_skew
+description: the AQE skew case of bench/bench_grid.py (half the fact's rows on one key)
+{BULK_TABLES.replace("k: {key: {cardinality: 2000}}", "k: {key: {cardinality: 2000, hot_fraction: 0.5, hot_keys: 1}}")}\
+join: {{left: fact, right: dim, on: [k]}}
+spark_conf:
+  spark.sql.adaptive.enabled: true
+  spark.sql.autoBroadcastJoinThreshold: -1
+  spark.sql.adaptive.autoBroadcastJoinThreshold: -1
+  spark.sql.shuffle.partitions: 20
+  spark.sql.adaptive.coalescePartitions.enabled: false
+  spark.sql.adaptive.skewJoin.skewedPartitionFactor: 2
+  spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes: 100000
+  spark.sql.adaptive.advisoryPartitionSizeInBytes: 100000
+expect:
+  plan: final
+  joins:
+    - {{strategy: SortMergeJoin, skew: true}}
+""",
+}
+
 PLAIN = """\
 import sys, time
 from pyspark.sql import SparkSession, functions as F
-flags = sys.argv[1]
+flags, part = sys.argv[1], sys.argv[2]
 spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
          .config("spark.driver.memory", "3g").config("spark.driver.extraJavaOptions", flags).getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
@@ -68,64 +135,101 @@ started = time.perf_counter()
 names = [f"name{i}" for i in range(500)]
 fact = spark.range(0, 200000, 1, 2).select((F.xxhash64("id", F.lit(1)) % 2000).alias("k"),
                                            (F.xxhash64("id", F.lit(2)) % 1000).alias("v"))
+hot = fact.select(F.when(F.col("v") < 500, F.lit(0)).otherwise(F.col("k")).alias("k"), "v")
 dim = spark.range(0, 2000, 1, 2).select(F.col("id").alias("k"),
                                         F.element_at(F.array(*map(F.lit, names)),
                                                      (F.abs(F.xxhash64("id")) % 500 + 1).cast("int")).alias("name"))
 observed = []
-for how in JOIN_TYPES:
-    for hint in HINTS:
-        for aqe, threshold in CONFS:
-            spark.conf.set("spark.sql.adaptive.enabled", aqe)
-            spark.conf.set("spark.sql.autoBroadcastJoinThreshold", threshold)
-            left, right = fact.alias("l"), dim.alias("r")
-            left = left.hint(hint[0]) if hint[0] else left
-            right = right.hint(hint[1]) if hint[1] else right
-            joined = left.join(right, F.col("l.k") == F.col("r.k"), how)
-            renamed = joined.toDF(*[f"c{i}" for i in range(len(joined.columns))])
-            frame = renamed.select(F.count(F.lit(1)).alias("rows"),
-                                   F.sum(F.xxhash64(*renamed.columns).cast("decimal(38,0)")).alias("h"))
-            initial = frame._jdf.queryExecution().executedPlan().toString()
-            row = frame.collect()[0]
-            final = frame._jdf.queryExecution().executedPlan().toString()
-            observed.append((how, hint, aqe, threshold, row["rows"], str(row["h"]), len(initial), len(final)))
+def observe(left, right, how, condition, confs):
+    for key, value in confs.items():
+        spark.conf.set(key, value)
+    joined = left.join(right, condition(F.col("l.k"), F.col("r.k")), how)
+    renamed = joined.toDF(*[f"c{i}" for i in range(len(joined.columns))])
+    frame = renamed.select(F.count(F.lit(1)).alias("rows"),
+                           F.sum(F.xxhash64(*renamed.columns).cast("decimal(38,0)")).alias("h"))
+    initial = frame._jdf.queryExecution().executedPlan().toString()
+    row = frame.collect()[0]
+    final = frame._jdf.queryExecution().executedPlan().toString()
+    observed.append((how, row["rows"], str(row["h"]), len(initial), len(final)))
+    for key in confs:
+        spark.conf.unset(key)
+equal = lambda lk, rk: lk == rk
+band = lambda lk, rk: (lk >= rk) & (lk <= rk + 1)
+if part == "grid":
+    for how in JOIN_TYPES:
+        for hint in HINTS:
+            for aqe, threshold in CONFS:
+                left, right = fact.alias("l"), dim.alias("r")
+                left = left.hint(hint[0]) if hint[0] else left
+                right = right.hint(hint[1]) if hint[1] else right
+                observe(left, right, how, equal, {"spark.sql.adaptive.enabled": aqe,
+                                                  "spark.sql.autoBroadcastJoinThreshold": threshold})
+else:
+    for how in JOIN_TYPES:
+        observe(fact.alias("l"), dim.alias("r"), how, band, {})
+    observe(fact.alias("l"), dim.alias("r"), "inner", band, {"spark.sql.autoBroadcastJoinThreshold": "-1"})
+    observe(hot.alias("l"), dim.alias("r"), "inner", equal, SKEW_CONFS)
 print(len(observed), round(time.perf_counter() - started, 1))
 """
+SKEW_CONFS = {key: str(value).lower() for key, value in
+              yaml.safe_load(BULK["bench_skew"])["spark_conf"].items()}
 
 
-def plain(flags: str) -> tuple[float, str]:
-    script = f"JOIN_TYPES, HINTS, CONFS = {JOIN_TYPES!r}, {HINTS!r}, {CONFS!r}\n" + PLAIN
+def plain(flags: str, part: str) -> tuple[float, str]:
+    script = (f"JOIN_TYPES, HINTS, CONFS, SKEW_CONFS = {JOIN_TYPES!r}, {HINTS!r}, {CONFS!r}, {SKEW_CONFS!r}\n"
+              + PLAIN)
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", script, flags], capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", script, flags, part], capture_output=True, text=True, check=True)
     return time.perf_counter() - started, done.stdout.strip().splitlines()[-1]
 
 
-def harness(workdir: Path) -> tuple[float, dict]:
-    path = workdir / "bench_grid.yaml"
-    path.write_text(textwrap.dedent(SCENARIO))
+def harness(workdir: Path, files: dict, flags: str | None, workers: int) -> tuple[float, dict]:
+    """The files as one pytest run of the harness, --fresh: its wall time and summary."""
+    workdir.mkdir()
+    for name, text in files.items():
+        (workdir / f"{name}.yaml").write_text(textwrap.dedent(text))
+    env = dict(os.environ)
+    if flags is not None:
+        env["HARNESS_DRIVER_JVM_FLAGS"] = flags
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pytest", str(path), "-n", "2", "-q", "-p", "no:cacheprovider",
-                    "--report-dir", str(workdir / "reports"), "--rootdir", str(ROOT)], cwd=ROOT,
-                   capture_output=True, text=True)
+    paths = [str(workdir / f"{name}.yaml") for name in files]
+    subprocess.run([sys.executable, "-m", "pytest", *paths, "-n", str(workers), "-q", "-p", "no:cacheprovider",
+                    "--fresh", "--report-dir", str(workdir / "reports"), "--rootdir", str(ROOT)], cwd=ROOT,
+                   capture_output=True, text=True, env=env)
     elapsed = time.perf_counter() - started
     results = json.loads(next((workdir / "reports").glob("*/results.json")).read_text())
     return elapsed, results["summary"]
 
 
 def main() -> None:
+    import argparse
     from harness.core.options import RunOptions
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--flags", default=None, help="the harness's driver JVM flags (default: its own)")
+    parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers (0: one process)")
+    parser.add_argument("--parts", default="grid,bulk", help="grid, bulk or both (comma-separated)")
+    args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    cases = len(JOIN_TYPES) * len(HINTS) * len(CONFS)
-    with tempfile.TemporaryDirectory() as tmp:
-        harness_s, summary = harness(Path(tmp))
-    default_s, default_out = plain("")
-    flagged_s, flagged_out = plain(RunOptions.driver_jvm_flags)
-    print(f"[bench-grid] {cases} executed cases (200k x 2k; inner, left outer, full outer)")
-    print(f"[bench-grid] plain script, JVM defaults:      {default_s:6.1f} s  (cases, loop seconds: {default_out})")
-    print(f"[bench-grid] plain script, the harness' flags: {flagged_s:6.1f} s  (cases, loop seconds: {flagged_out})")
-    print(f"[bench-grid] harness, pytest -n 2, {summary['cases']} cases + {summary['agreement_checks']} "
-          f"cross-strategy checks: {harness_s:6.1f} s  ({summary['by_status']})")
-    print(f"[bench-grid] harness vs plain script: {default_s / harness_s:.2f}x (JVM defaults), "
-          f"{flagged_s / harness_s:.2f}x (same flags)")
+    flags = RunOptions.driver_jvm_flags if args.flags is None else args.flags
+    parts = {"grid": {"bench_grid": SCENARIO}, "bulk": BULK}
+    what = {"grid": f"{len(JOIN_TYPES) * len(HINTS) * len(CONFS)} executed cases (200k x 2k; inner, left outer, "
+                    "full outer x hints x AQE x threshold)",
+            "bulk": "5 executed bulk cases (band join: 3 nested loops and a cartesian product of 400M pairs; "
+                    "an AQE skew split)"}
+    for part in args.parts.split(","):
+        with tempfile.TemporaryDirectory() as tmp:
+            harness_s, summary = harness(Path(tmp) / part, parts[part], args.flags, args.workers)
+        default_s, default_out = plain("", part)
+        flagged_s, flagged_out = plain(flags, part)
+        print(f"[bench-grid {part}] {what[part]}")
+        print(f"[bench-grid {part}] plain script, JVM defaults:      {default_s:6.1f} s  (cases, loop seconds: "
+              f"{default_out})")
+        print(f"[bench-grid {part}] plain script, the harness' flags: {flagged_s:6.1f} s  (cases, loop seconds: "
+              f"{flagged_out})")
+        print(f"[bench-grid {part}] harness, pytest -n {args.workers}, flags {flags!r}, {summary['cases']} cases + "
+              f"{summary['agreement_checks']} cross-strategy checks: {harness_s:6.1f} s  ({summary['by_status']})")
+        print(f"[bench-grid {part}] harness vs plain script: {default_s / harness_s:.2f}x (JVM defaults), "
+              f"{flagged_s / harness_s:.2f}x (same flags)", flush=True)
 
 
 if __name__ == "__main__":

@@ -215,14 +215,17 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
             run_started = time.perf_counter()
             try:
                 with scope.conf_overlay(extra):
-                    ran = run_forced(session, scope, join, base_conf, tables)
+                    # a nested loop too big to compare every pair is planned, never run
+                    ran = run_forced(session, scope, join, base_conf, tables,
+                                     nested_loops=forced.nested_loops or label == AS_WRITTEN)
             except Exception as exc:
                 if scope.timed_out.is_set():
                     message = f"forced {label}: {timeout_error(case, session).message}"
                     return _agreement_record(case, session, "timeout", message, runs, [], took())
                 _failed_run(label, exc, runs, rejected)
                 continue
-            if not forced.nested_loops and ran.strategy in NESTED_LOOP_OPERATORS and label != AS_WRITTEN:
+            if ran is None or (not forced.nested_loops and ran.strategy in NESTED_LOOP_OPERATORS
+                               and label != AS_WRITTEN):
                 continue
             runs.append(AgreementRun(label, ran.strategy, ran.build_side, ran.rows, ran.checksum, shared=ran.shared,
                                      seconds=time.perf_counter() - run_started))

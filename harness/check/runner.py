@@ -22,7 +22,7 @@ from harness.core.records import (
     SparkError,
 )
 from harness.core.text import display_path, one_line, printable
-from harness.core.vocab import SPJ_CONFS
+from harness.core.vocab import NESTED_LOOP_OPERATORS, SPJ_CONFS
 from harness.observe import jvm_plans, model, printed_plans
 from harness.scenario import confs
 from harness.scenario.errors import ScenarioError
@@ -226,17 +226,21 @@ class ForcedRun:
     shared: bool
 
 
-def run_forced(session: Session, scope: CaseScope, join: dict, conf: dict, tables: dict) -> ForcedRun:
+def run_forced(session: Session, scope: CaseScope, join: dict, conf: dict, tables: dict,
+               nested_loops: bool = True) -> ForcedRun | None:
     """Run the join over tables already built, under the configs now set, and read only
     what the cross-strategy check compares: the top join of the plan that ran, the row
-    count and checksum (no estimates, no model inputs, no plan text)."""
+    count and checksum (no estimates, no model inputs, no plan text). `nested_loops`
+    False: a plan whose top join is a nested loop (fixed: no AQE) is not run (None)."""
     query = _sized_query(session, scope, join, conf, tables)
     frame = checksum_frame(query)
-    plan = plans_of(session).current_plan(frame)
+    plans = plans_of(session)
+    plan = plans.current_plan(frame)
     scope.check_timeout()
+    if not nested_loops and not plans.is_adaptive(plan) and plans.top_join(plan)["strategy"] in NESTED_LOOP_OPERATORS:
+        return None
     ran, shared = _execute(session, frame, plan, shareable=True)
     scope.check_timeout()
-    plans = plans_of(session)
     if ran.plan is None and not plans.is_adaptive(plan):
         # A Spark Connect 3.5 client gets no plan back with the result (executionInfo is
         # 4.0+); without AQE the plan printed before the action is the plan that ran.
