@@ -9,7 +9,7 @@ default flags and once with the harness' driver flags. The harness runs the same
 as one scenario file with `pytest -n 2`, its cross-strategy checks included (one per
 join type: six forced strategies each). Prints the three wall times and the ratios.
 
-Bulk work, on its own line (`--bulk`, on by default): on the same rows, a band join
+Bulk work, on its own line (part `bulk`; `all` runs both parts in one run): on the same rows, a band join
 (`l.k BETWEEN r.k AND r.k + 1`, 400 million pairs compared) as a BroadcastNestedLoopJoin
 for inner, left outer and full outer, as a CartesianProduct (inner, broadcast off), and a
 skewed sort-merge join split by AQE (half the fact's rows on one key). A setting that
@@ -155,7 +155,7 @@ def observe(left, right, how, condition, confs):
         spark.conf.unset(key)
 equal = lambda lk, rk: lk == rk
 band = lambda lk, rk: (lk >= rk) & (lk <= rk + 1)
-if part == "grid":
+if part in ("grid", "all"):
     for how in JOIN_TYPES:
         for hint in HINTS:
             for aqe, threshold in CONFS:
@@ -164,7 +164,7 @@ if part == "grid":
                 right = right.hint(hint[1]) if hint[1] else right
                 observe(left, right, how, equal, {"spark.sql.adaptive.enabled": aqe,
                                                   "spark.sql.autoBroadcastJoinThreshold": threshold})
-else:
+if part in ("bulk", "all"):
     for how in JOIN_TYPES:
         observe(fact.alias("l"), dim.alias("r"), how, band, {})
     observe(fact.alias("l"), dim.alias("r"), "inner", band, {"spark.sql.autoBroadcastJoinThreshold": "-1"})
@@ -201,27 +201,48 @@ def harness(workdir: Path, files: dict, flags: str | None, workers: int) -> tupl
     return elapsed, results["summary"]
 
 
+def harness_flags(files: dict) -> str:
+    """The driver JVM flags the harness picks for these files (harness.scenario.workload)."""
+    from harness.core.options import RunOptions
+    from harness.scenario.model import expand, load_scenario
+    from harness.scenario.workload import prefers_optimising_jit
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = []
+        for name, text in files.items():
+            path = Path(tmp) / f"{name}.yaml"
+            path.write_text(textwrap.dedent(text))
+            cases += expand(load_scenario(path))
+    return RunOptions.optimising_jit_flags if prefers_optimising_jit(cases) else RunOptions.driver_jvm_flags
+
+
 def main() -> None:
     import argparse
-    from harness.core.options import RunOptions
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flags", default=None, help="the harness's driver JVM flags (default: its own)")
-    parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers (0: one process)")
-    parser.add_argument("--parts", default="grid,bulk", help="grid, bulk or both (comma-separated)")
+    parser.add_argument("--workers", default="auto", help="pytest-xdist workers (0: one process; default: "
+                                                           "the harness's own choice, as `make run`)")
+    parser.add_argument("--parts", default="grid,bulk,all",
+                        help="grid, bulk, all (both in one run), comma-separated")
+    parser.add_argument("--harness-only", action="store_true", help="leave the plain scripts out")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    flags = RunOptions.driver_jvm_flags if args.flags is None else args.flags
-    parts = {"grid": {"bench_grid": SCENARIO}, "bulk": BULK}
+    parts = {"grid": {"bench_grid": SCENARIO}, "bulk": BULK, "all": {"bench_grid": SCENARIO, **BULK}}
     what = {"grid": f"{len(JOIN_TYPES) * len(HINTS) * len(CONFS)} executed cases (200k x 2k; inner, left outer, "
                     "full outer x hints x AQE x threshold)",
             "bulk": "5 executed bulk cases (band join: 3 nested loops and a cartesian product of 400M pairs; "
                     "an AQE skew split)"}
+    what["all"] = f"both in one run: {what['grid']} and {what['bulk']}"
     for part in args.parts.split(","):
+        flags = args.flags if args.flags is not None else harness_flags(parts[part])
         with tempfile.TemporaryDirectory() as tmp:
             harness_s, summary = harness(Path(tmp) / part, parts[part], args.flags, args.workers)
+        print(f"[bench-grid {part}] {what[part]}")
+        if args.harness_only:
+            print(f"[bench-grid {part}] harness, pytest -n {args.workers}, flags {flags!r}: {harness_s:6.1f} s "
+                  f"({summary['by_status']})", flush=True)
+            continue
         default_s, default_out = plain("", part)
         flagged_s, flagged_out = plain(flags, part)
-        print(f"[bench-grid {part}] {what[part]}")
         print(f"[bench-grid {part}] plain script, JVM defaults:      {default_s:6.1f} s  (cases, loop seconds: "
               f"{default_out})")
         print(f"[bench-grid {part}] plain script, the harness' flags: {flagged_s:6.1f} s  (cases, loop seconds: "

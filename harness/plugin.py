@@ -25,6 +25,7 @@ from harness.report.plan_pictures import PlanPictures
 from harness.report.progress import GUESS_S, Progress
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import expand, load_once, load_scenario, scenario_files
+from harness.scenario import workload
 from harness.scenario.tables import declares_format
 from harness.spark.session import NO_SESSION, SessionUnavailable
 from harness.store import shards
@@ -128,7 +129,30 @@ def _run_options(config) -> RunOptions:
         spark_conf=_session_conf(config),
         plan_text=config.getoption("plan_text"), observe=config.getoption("observe"),
         iceberg=_runs_scenarios(config) and declares_format(_scenario_paths(config), "iceberg"),
-        delta=_runs_scenarios(config) and declares_format(_scenario_paths(config), "delta"))
+        delta=_runs_scenarios(config) and declares_format(_scenario_paths(config), "delta"),
+        optimising_jit=_bulk_selection(config))
+
+
+def _bulk_selection(config) -> bool:
+    """Whether this run's scenarios hold more nested-loop work than short cases
+    (harness.scenario.workload): decided once by the controller, handed to its workers."""
+    given = getattr(config, "workerinput", {}).get("harness_bulk")
+    if given is not None:
+        return given == "1"
+    if not hasattr(config, "_harness_bulk"):
+        config._harness_bulk = _runs_scenarios(config) and not config.getoption("spark_remote") and \
+            workload.prefers_optimising_jit(_selected_cases(config))
+    return config._harness_bulk
+
+
+def _selected_cases(config, parsed=None) -> list:
+    cases = []
+    for path in scenario_files(config.args or [str(config.rootpath)]):
+        try:
+            cases += expand(load_once(path, parsed) if parsed is not None else load_scenario(path))
+        except Exception:  # collection says why, without Spark
+            continue
+    return cases
 
 
 def _scenario_paths(config) -> list[str]:
@@ -139,10 +163,14 @@ def _scenario_paths(config) -> list[str]:
 def pytest_xdist_auto_num_workers(config):
     """`-n auto`: no worker processes at all when the store holds every item's
     observation (starting them costs more than judging the whole suite), one when a
-    single file must run (one JVM builds its tables, not one per worker); otherwise
-    xdist's own count (PYTEST_XDIST_AUTO_NUM_WORKERS, else the CPUs)."""
-    if not _runs_scenarios(config) or config.getoption("fresh") or config.getoption("spark_remote") \
-            or _flake_runs(config):
+    single file must run (one JVM builds its tables, not one per worker) or the
+    selection is bulk nested-loop work; otherwise xdist's own count
+    (PYTEST_XDIST_AUTO_NUM_WORKERS, else the CPUs)."""
+    if not _runs_scenarios(config) or config.getoption("spark_remote") or _flake_runs(config):
+        return None
+    if _bulk_selection(config):
+        return 1  # one JVM with every core: two would split the cores the loops need
+    if config.getoption("fresh"):
         return None
     reuse = open_reuse(_run_options(config), store_folder(config), RunStamp("", "", ""), False, lambda _: None)
     expanded = []
@@ -193,6 +221,7 @@ def _shard_option(config) -> shards.Shard | None:
 def pytest_configure_node(node):
     """(xdist, on the controller) what every worker must share: the run's stamp."""
     node.workerinput["harness_run"] = json.dumps(node.config._harness_stamp.to_json())
+    node.workerinput["harness_bulk"] = "1" if _bulk_selection(node.config) else "0"
 
 
 def _select_shard(config, items: list) -> list:

@@ -211,13 +211,17 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
                 runs.append(AgreementRun(label, error=f"{err.cls}: {err.message}"))
                 rejected.append(label)
             tables = None
-        for label, join, extra in variants if tables is not None else []:
+        # The join as written last: when no forced strategy ran, its answer would be
+        # compared with nothing, and it is planned, not run.
+        ordered = [v for v in variants if v[0] != AS_WRITTEN] + [v for v in variants if v[0] == AS_WRITTEN]
+        for label, join, extra in ordered if tables is not None else []:
             run_started = time.perf_counter()
             try:
                 with scope.conf_overlay(extra):
                     # a nested loop too big to compare every pair is planned, never run
                     ran = run_forced(session, scope, join, base_conf, tables,
-                                     nested_loops=forced.nested_loops or label == AS_WRITTEN)
+                                     nested_loops=forced.nested_loops or label == AS_WRITTEN,
+                                     execute=label != AS_WRITTEN or bool(runs))
             except Exception as exc:
                 if scope.timed_out.is_set():
                     message = f"forced {label}: {timeout_error(case, session).message}"
@@ -227,7 +231,8 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
             if ran is None or (not forced.nested_loops and ran.strategy in NESTED_LOOP_OPERATORS
                                and label != AS_WRITTEN):
                 continue
-            runs.append(AgreementRun(label, ran.strategy, ran.build_side, ran.rows, ran.checksum, shared=ran.shared,
+            runs.insert(0 if label == AS_WRITTEN else len(runs),  # the reference, as before
+                        AgreementRun(label, ran.strategy, ran.build_side, ran.rows, ran.checksum, shared=ran.shared,
                                      seconds=time.perf_counter() - run_started))
     return judge_agreement(case, session, forced, took())
 
@@ -309,7 +314,9 @@ def _verdict(runs: list, rejected: list, nested_loops: bool, varies: dict) -> tu
         why = "" if nested_loops else "; nested-loop strategies were not forced (the inputs hold more than " \
                                       f"{NESTED_LOOP_PAIR_BUDGET:,} pairs)"
         only = ", ".join(f"{s} ({b})" for s, b in strategies)
-        return "unchecked", f"only one strategy could be compared ({only}): nothing to check against{why}{said}"
+        planned = "; the join as written was planned, not run" if all(r.rows is None for r in answered) else ""
+        return "unchecked", (f"only one strategy could be compared ({only}): nothing to check against"
+                             f"{why}{planned}{said}")
     return "passed", f"{len(answered)} runs over {len(strategies)} strategies agree{said}"
 
 

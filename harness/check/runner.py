@@ -221,17 +221,18 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
 class ForcedRun:
     strategy: str
     build_side: str
-    rows: int
-    checksum: str
+    rows: int | None      # None: planned, not run
+    checksum: str | None
     shared: bool
 
 
 def run_forced(session: Session, scope: CaseScope, join: dict, conf: dict, tables: dict,
-               nested_loops: bool = True) -> ForcedRun | None:
+               nested_loops: bool = True, execute: bool = True) -> ForcedRun | None:
     """Run the join over tables already built, under the configs now set, and read only
     what the cross-strategy check compares: the top join of the plan that ran, the row
     count and checksum (no estimates, no model inputs, no plan text). `nested_loops`
-    False: a plan whose top join is a nested loop (fixed: no AQE) is not run (None)."""
+    False: a plan whose top join is a nested loop (fixed: no AQE) is not run (None).
+    `execute` False: planned only (its top join, no answer)."""
     query = _sized_query(session, scope, join, conf, tables)
     frame = checksum_frame(query)
     plans = plans_of(session)
@@ -239,6 +240,9 @@ def run_forced(session: Session, scope: CaseScope, join: dict, conf: dict, table
     scope.check_timeout()
     if not nested_loops and not plans.is_adaptive(plan) and plans.top_join(plan)["strategy"] in NESTED_LOOP_OPERATORS:
         return None
+    if not execute:
+        top = plans.top_join(plan)
+        return ForcedRun(top["strategy"], top["build_side"], None, None, False)
     ran, shared = _execute(session, frame, plan, shareable=True)
     scope.check_timeout()
     if ran.plan is None and not plans.is_adaptive(plan):

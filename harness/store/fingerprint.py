@@ -90,9 +90,21 @@ class Environment:
         from harness.spark.datagen import faker_version
         observing = {"master": options.master, "remote": options.remote, "spark_conf": options.spark_conf,
                      "plan_text": options.plan_text, "observe": options.observe,
-                     "driver_memory": options.driver_memory, "driver_jvm_flags": options.driver_jvm_flags}
+                     "driver_memory": options.driver_memory,
+                     "driver_jvm_flags": observing_jvm_flags(options.driver_jvm_flags)}
         return cls(spark=installed_pyspark(), java=java_version(), python=platform.python_version(),
                    faker=faker_version(), harness=harness_source(), session=digest(observing))
+
+
+# Driver JVM flags that choose only how fast the JVM runs (its compilers, its collector):
+# a bulk selection gets other ones (harness.scenario.workload) and still reuses what a
+# suite run observed. Any other flag (a -D system property sets a Spark config) is keyed.
+SPEED_ONLY_FLAG = re.compile(r"-XX:(?:TieredStopAtLevel=\d|[+-]TieredCompilation|[+-]Use(?:Serial|Parallel|G1)GC"
+                             r"|Tier\d\w*Threshold=\d+|CICompilerCount=\d+)")
+
+
+def observing_jvm_flags(flags: str) -> list[str]:
+    return [flag for flag in flags.split() if not SPEED_ONLY_FLAG.fullmatch(flag)]
 
 
 def observed_content(scenario: Scenario) -> dict:

@@ -77,8 +77,8 @@ def wrong_under_one_strategy(monkeypatch):
     import harness.check.agreement as agreement_module
     real = agreement_module.run_forced
 
-    def run_forced(session, scope, join, conf, tables):
-        ran = real(session, scope, join, conf, tables)
+    def run_forced(session, scope, join, conf, tables, **how):
+        ran = real(session, scope, join, conf, tables, **how)
         if join.get("hints", {}).get("left") == ["MERGE"]:
             ran.rows += 1
         return ran
@@ -98,12 +98,12 @@ def throws_under_one_strategy(monkeypatch):
     import harness.check.agreement as agreement_module
     real = agreement_module.run_forced
 
-    def run_forced(session, scope, join, conf, tables):
+    def run_forced(session, scope, join, conf, tables, **how):
         if join.get("hints", {}).get("left") == ["MERGE"]:
             exc = RuntimeError("java.lang.IllegalStateException: codegen broke")
             exc.harness_phase = "execution"
             raise exc
-        return real(session, scope, join, conf, tables)
+        return real(session, scope, join, conf, tables, **how)
     monkeypatch.setattr(agreement_module, "run_forced", run_forced)
 
 
@@ -149,3 +149,30 @@ def test_literal_strings_reach_spark_as_data_never_as_sql(session, write_scenari
     assert record.status == "passed", record.message
     observed, _ = capture(session, only_case(write_scenario, text, "again.yaml"), execute=True, collect_rows=True)
     assert sorted(r[0] for r in observed.result_rows) == sorted(json.loads(json.dumps(hostile)))
+
+
+NESTED_LOOPS_TOO_BIG = MINIMAL.replace("rows: 100\n", "rows: 5000\n").replace("rows: 10\n", "rows: 5000\n") \
+    .replace("  on: [k]\n", "  condition: \"l.k < r.k\"\n").replace("expect:\n  strategy: BroadcastHashJoin\n  build_side: right\n",
+                                                                  "expect: {}\n")
+
+
+def test_nested_loops_too_big_to_compare_every_pair_are_planned_never_run(session, write_scenario, monkeypatch):
+    """25 million pairs: every strategy Spark can force is a nested loop, so the check has
+    nothing to compare; nothing executes at all, and the verdict says so."""
+    from harness.check import runner
+    executed = []
+    real = runner._execute
+    monkeypatch.setattr(runner, "_execute", lambda *args, **kw: executed.append(1) or real(*args, **kw))
+    record = run_agreement(only_case(write_scenario, NESTED_LOOPS_TOO_BIG), session)
+    assert record.status == "unchecked", record.message
+    assert "nested-loop strategies were not forced" in record.message
+    assert "the join as written was planned, not run" in record.message
+    assert executed == []
+    assert [(run.forced, run.rows) for run in record.runs] == [("as written", None)]
+
+
+def test_the_join_as_written_stays_the_reference_of_a_check(session, write_scenario):
+    record = run_agreement(only_case(write_scenario, MINIMAL), session)
+    assert record.status == "passed", record.message
+    assert record.runs[0].forced == "as written" and record.runs[0].rows == 100
+    assert all(run.rows == 100 for run in record.runs)

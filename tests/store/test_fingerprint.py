@@ -90,9 +90,16 @@ def test_versions_and_the_harness_source_are_in_the_key(scenario, field):
 
 @pytest.mark.parametrize("option", [{"master": "local[3]"}, {"remote": "sc://h:15002"}, {"observe": True},
                                     {"plan_text": "failed"}, {"spark_conf": {"spark.executor.memory": "2g"}},
-                                    {"driver_jvm_flags": ""}])
+                                    {"driver_jvm_flags": "-Dspark.sql.ansi.enabled=true"},
+                                    {"driver_jvm_flags": "-XX:TieredStopAtLevel=1 -Xss64m"}])
 def test_session_and_observing_options_are_in_the_key(scenario, option):
     assert _key(scenario, env=Environment.of(RunOptions(**option))) != _key(scenario, env=Environment.of(RunOptions()))
+
+
+@pytest.mark.parametrize("flags", ["", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1 -XX:+UseG1GC",
+                                   "-XX:Tier4BackEdgeThreshold=2000000 -XX:CICompilerCount=2"])
+def test_flags_that_only_choose_the_jvm_s_compilers_and_collector_are_not(scenario, flags):
+    assert _key(scenario, env=Environment.of(RunOptions(driver_jvm_flags=flags))) == _key(scenario)
 
 
 def test_where_results_and_the_store_go_are_not(scenario):
