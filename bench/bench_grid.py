@@ -37,9 +37,7 @@ JOIN_TYPES = ["inner", "left_outer", "full_outer"]
 HINTS = list(itertools.product([None, "MERGE", "SHUFFLE_HASH"], [None, "BROADCAST", "SHUFFLE_HASH"]))
 CONFS = list(itertools.product(["true", "false"], ["10485760", "-1"]))
 
-SCENARIO = """\
-id: bench_grid
-description: the speed grid of bench/bench_grid.py
+TABLES = """\
 seed: 11
 tables:
   fact:
@@ -52,7 +50,11 @@ tables:
     columns:
       k: {sequence: {}}
       name: {faker: {provider: name, pool: 500}}
-join:
+"""
+SCENARIO = f"""\
+id: bench_grid
+description: the speed grid of bench/bench_grid.py
+{TABLES}join:
   left: fact
   right: dim
   on: [k]
@@ -68,26 +70,12 @@ expect:
   plan: final
 """
 
-BULK_TABLES = """\
-seed: 11
-tables:
-  fact:
-    rows: 200000
-    columns:
-      k: {key: {cardinality: 2000}}
-      v: {uniform: {min: 0, max: 1000}}
-  dim:
-    rows: 2000
-    columns:
-      k: {sequence: {}}
-      name: {faker: {provider: name, pool: 500}}
-"""
 BAND = "l.k >= r.k AND l.k <= r.k + 1"  # 400 million pairs compared, ~400,000 kept
 BULK = {
     "bench_nested_loop": f"""\
 id: bench_nested_loop
 description: nested loops of bench/bench_grid.py
-{BULK_TABLES}join: {{left: fact, right: dim, condition: "{BAND}"}}
+{TABLES}join: {{left: fact, right: dim, condition: "{BAND}"}}
 timeout: 900
 matrix:
   join_type: [inner, left_outer, full_outer]
@@ -97,7 +85,7 @@ expect:
     "bench_cartesian": f"""\
 id: bench_cartesian
 description: the cartesian product of bench/bench_grid.py
-{BULK_TABLES}join: {{left: fact, right: dim, condition: "{BAND}"}}
+{TABLES}join: {{left: fact, right: dim, condition: "{BAND}"}}
 timeout: 900
 spark_conf: {{spark.sql.autoBroadcastJoinThreshold: -1}}
 expect:
@@ -106,7 +94,7 @@ expect:
     "bench_skew": f"""\
 id: bench_skew
 description: the AQE skew case of bench/bench_grid.py (half the fact's rows on one key)
-{BULK_TABLES.replace("k: {key: {cardinality: 2000}}", "k: {key: {cardinality: 2000, hot_fraction: 0.5, hot_keys: 1}}")}\
+{TABLES.replace("k: {key: {cardinality: 2000}}", "k: {key: {cardinality: 2000, hot_fraction: 0.5, hot_keys: 1}}")}\
 join: {{left: fact, right: dim, on: [k]}}
 spark_conf:
   spark.sql.adaptive.enabled: true
