@@ -26,7 +26,10 @@ class RunOptions:
     # scenarios/equi alone 116/150/147 s → 68/87/75 s). Bulk work is slower under the
     # quick JIT (5M generated rows: 2.2 M rows/s instead of 3.4): HARNESS_DRIVER_JVM_FLAGS=""
     # gives the JVM's defaults back for scenarios of many millions of rows.
-    driver_jvm_flags: str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    # C1 alone also shrinks the code cache to 48 MB, which a worker's thousands of
+    # generated classes filled ("Out of space in CodeCache for adapters" in a unit run):
+    # back to the 240 MB the JVM reserves with both compilers.
+    driver_jvm_flags: str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
     # A selection of bulk nested loops (harness.scenario.workload) runs them under the
     # JVM's own tiered compilers: 400M pairs 8.6 s → 1.8 s (docs/speed.md).
     optimising_jit_flags = ""

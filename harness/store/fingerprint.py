@@ -100,7 +100,7 @@ class Environment:
 # a bulk selection gets other ones (harness.scenario.workload) and still reuses what a
 # suite run observed. Any other flag (a -D system property sets a Spark config) is keyed.
 SPEED_ONLY_FLAG = re.compile(r"-XX:(?:TieredStopAtLevel=\d|[+-]TieredCompilation|[+-]Use(?:Serial|Parallel|G1)GC"
-                             r"|Tier\d\w*Threshold=\d+|CICompilerCount=\d+)")
+                             r"|Tier\d\w*Threshold=\d+|CICompilerCount=\d+|ReservedCodeCacheSize=\d+[kKmMgG]?)")
 
 
 def observing_jvm_flags(flags: str) -> list[str]:

@@ -97,7 +97,8 @@ def test_session_and_observing_options_are_in_the_key(scenario, option):
 
 
 @pytest.mark.parametrize("flags", ["", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1 -XX:+UseG1GC",
-                                   "-XX:Tier4BackEdgeThreshold=2000000 -XX:CICompilerCount=2"])
+                                   "-XX:Tier4BackEdgeThreshold=2000000 -XX:CICompilerCount=2",
+                                   "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"])
 def test_flags_that_only_choose_the_jvm_s_compilers_and_collector_are_not(scenario, flags):
     assert _key(scenario, env=Environment.of(RunOptions(driver_jvm_flags=flags))) == _key(scenario)
 
