@@ -193,6 +193,7 @@ def harness_flags(files: dict) -> str:
     """The driver JVM flags the harness picks for these files (harness.scenario.workload)."""
     from harness.core.options import RunOptions
     from harness.scenario.model import expand, load_scenario
+    from harness.check.expect import executes
     from harness.scenario.workload import prefers_optimising_jit
     with tempfile.TemporaryDirectory() as tmp:
         cases = []
@@ -200,7 +201,8 @@ def harness_flags(files: dict) -> str:
             path = Path(tmp) / f"{name}.yaml"
             path.write_text(textwrap.dedent(text))
             cases += expand(load_scenario(path))
-    return RunOptions.optimising_jit_flags if prefers_optimising_jit(cases) else RunOptions.driver_jvm_flags
+    bulk = prefers_optimising_jit(cases, lambda case: executes(case.expect))
+    return RunOptions.optimising_jit_flags if bulk else RunOptions.driver_jvm_flags
 
 
 def main() -> None:

@@ -25,6 +25,7 @@ from harness.report.plan_pictures import PlanPictures
 from harness.report.progress import GUESS_S, Progress
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import expand, load_once, load_scenario, scenario_files
+from harness.check import expect
 from harness.scenario import workload
 from harness.scenario.tables import declares_format
 from harness.spark.session import NO_SESSION, SessionUnavailable
@@ -141,7 +142,7 @@ def _bulk_selection(config) -> bool:
         return given == "1"
     if not hasattr(config, "_harness_bulk"):
         config._harness_bulk = _runs_scenarios(config) and not config.getoption("spark_remote") and \
-            workload.prefers_optimising_jit(_selected_cases(config))
+            workload.prefers_optimising_jit(_selected_cases(config), lambda case: expect.executes(case.expect))
     return config._harness_bulk
 
 

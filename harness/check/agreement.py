@@ -226,7 +226,7 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
                 if scope.timed_out.is_set():
                     message = f"forced {label}: {timeout_error(case, session).message}"
                     return _agreement_record(case, session, "timeout", message, runs, [], took())
-                _failed_run(label, exc, runs, rejected)
+                _failed_run(label, exc, runs, rejected, first=label == AS_WRITTEN)
                 continue
             if ran is None or (not forced.nested_loops and ran.strategy in NESTED_LOOP_OPERATORS
                                and label != AS_WRITTEN):
@@ -253,9 +253,10 @@ def judge_agreement(case: Case, who, forced: ForcedRuns, seconds: float) -> Agre
     return record
 
 
-def _failed_run(label: str, exc: Exception, runs: list, rejected: list) -> None:
+def _failed_run(label: str, exc: Exception, runs: list, rejected: list, first: bool = False) -> None:
+    """`first`: the join as written, listed before the forced runs (it runs last)."""
     err = describe_error(exc)
-    runs.append(AgreementRun(label, error=f"{err.cls}: {err.message}"))
+    runs.insert(0 if first else len(runs), AgreementRun(label, error=f"{err.cls}: {err.message}"))
     if getattr(exc, "harness_phase", None) != "execution" or RESOURCE_LIMITS.search(err.message):
         rejected.append(label)  # refused at analysis or planning, or too big: not a result
 
