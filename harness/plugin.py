@@ -146,14 +146,20 @@ def _bulk_selection(config) -> bool:
     return config._harness_bulk
 
 
-def _selected_cases(config, parsed=None) -> list:
-    cases = []
+def _selected_cases(config) -> list:
+    return [case for cases in _expanded_files(config) for case in cases]
+
+
+def _expanded_files(config, parsed=None) -> list[list]:
+    """Each selected scenario file's cases (a file that does not load is left out:
+    collection says why, without Spark)."""
+    expanded = []
     for path in scenario_files(config.args or [str(config.rootpath)]):
         try:
-            cases += expand(load_once(path, parsed) if parsed is not None else load_scenario(path))
-        except Exception:  # collection says why, without Spark
+            expanded.append(expand(load_once(path, parsed) if parsed is not None else load_scenario(path)))
+        except Exception:
             continue
-    return cases
+    return expanded
 
 
 def _scenario_paths(config) -> list[str]:
@@ -169,19 +175,13 @@ def pytest_xdist_auto_num_workers(config):
     (PYTEST_XDIST_AUTO_NUM_WORKERS, else the CPUs)."""
     if not _runs_scenarios(config) or config.getoption("spark_remote") or _flake_runs(config):
         return None
-    if _bulk_selection(config):
+    to_run = None  # --fresh: every file
+    if not config.getoption("fresh"):
+        reuse = open_reuse(_run_options(config), store_folder(config), RunStamp("", "", ""), False, lambda _: None)
+        to_run = reuse.files_to_run(_expanded_files(config, reuse.parsed), with_checks=not config.getoption("no_agree"))
+        reuse.store.close()
+    if to_run != 0 and _bulk_selection(config):
         return 1  # one JVM with every core: two would split the cores the loops need
-    if config.getoption("fresh"):
-        return None
-    reuse = open_reuse(_run_options(config), store_folder(config), RunStamp("", "", ""), False, lambda _: None)
-    expanded = []
-    for path in scenario_files(config.args or [str(config.rootpath)]):
-        try:
-            expanded.append(expand(load_once(path, reuse.parsed)))
-        except Exception:  # collection says why, without Spark
-            continue
-    to_run = reuse.files_to_run(expanded, with_checks=not config.getoption("no_agree"))
-    reuse.store.close()
     return {0: 0, 1: 1}.get(to_run)
 
 
