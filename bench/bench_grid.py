@@ -1,13 +1,15 @@
 """The harness against a plain PySpark script on a grid of executed cases (make bench-grid).
 
 The grid: a 200,000-row fact and a 2,000-row dimension joined inner, left outer and full
-outer, under 3 left × 3 right hint choices × AQE on/off × 2 broadcast thresholds = 108 cases, each executed for its row count, checksum and initial and final
-plans. The plain script does exactly that, one case after another in one SparkSession
+outer, under 3 left × 3 right hint choices × AQE on/off × 2 broadcast thresholds = 108 cases,
+each executed for its row count, checksum and initial and final plans. The plain script does exactly that, one case after another in one SparkSession
 (spark.range + expressions for the data, hints through the DataFrame API, count and an
-order-independent checksum, the plans from `queryExecution`), once with the JVM's
-default flags and once with the harness' driver flags. The harness runs the same grid
-as one scenario file with `pytest -n 2`, its cross-strategy checks included (one per
-join type: six forced strategies each). Prints the three wall times and the ratios.
+order-independent checksum, the plans from `queryExecution`) with the JVM's default
+flags (`--same-flags`: also with the harness's). The harness runs the same grid as one
+scenario file with `pytest -n auto`, its cross-strategy checks included (one per join
+type: six forced strategies each). Each part runs `--rounds` times (default 2), the
+order alternating (harness then plain script, plain script then harness), so that
+neither side always gets the warm page cache; prints each wall time and the ratios.
 
 Bulk work, on its own line (part `bulk`; `all` runs both parts in one run): on the same rows, a band join
 (`l.k BETWEEN r.k AND r.k + 1`, 400 million pairs compared) as a BroadcastNestedLoopJoin
@@ -89,6 +91,7 @@ description: the cartesian product of bench/bench_grid.py
 timeout: 900
 spark_conf: {{spark.sql.autoBroadcastJoinThreshold: -1}}
 expect:
+  plan: final
   strategy: CartesianProduct
 """,
     "bench_skew": f"""\
@@ -213,6 +216,11 @@ def main() -> None:
                                                            "the harness's own choice, as `make run`)")
     parser.add_argument("--parts", default="grid,bulk,all",
                         help="grid, bulk, all (both in one run), comma-separated")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="rounds per part, the order alternating: harness first, then the plain script "
+                             "first (default: 2, both ways)")
+    parser.add_argument("--same-flags", action="store_true",
+                        help="also run the plain script with the harness's driver flags")
     parser.add_argument("--harness-only", action="store_true", help="leave the plain scripts out")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -224,23 +232,39 @@ def main() -> None:
     what["all"] = f"both in one run: {what['grid']} and {what['bulk']}"
     for part in args.parts.split(","):
         flags = args.flags if args.flags is not None else harness_flags(parts[part])
-        with tempfile.TemporaryDirectory() as tmp:
-            harness_s, summary = harness(Path(tmp) / part, parts[part], args.flags, args.workers)
-        print(f"[bench-grid {part}] {what[part]}")
-        if args.harness_only:
-            print(f"[bench-grid {part}] harness, pytest -n {args.workers}, flags {flags!r}: {harness_s:6.1f} s "
-                  f"({summary['by_status']})", flush=True)
-            continue
-        default_s, default_out = plain("", part)
-        flagged_s, flagged_out = plain(flags, part)
-        print(f"[bench-grid {part}] plain script, JVM defaults:      {default_s:6.1f} s  (cases, loop seconds: "
-              f"{default_out})")
-        print(f"[bench-grid {part}] plain script, the harness' flags: {flagged_s:6.1f} s  (cases, loop seconds: "
-              f"{flagged_out})")
-        print(f"[bench-grid {part}] harness, pytest -n {args.workers}, flags {flags!r}, {summary['cases']} cases + "
-              f"{summary['agreement_checks']} cross-strategy checks: {harness_s:6.1f} s  ({summary['by_status']})")
-        print(f"[bench-grid {part}] harness vs plain script: {default_s / harness_s:.2f}x (JVM defaults), "
-              f"{flagged_s / harness_s:.2f}x (same flags)", flush=True)
+        print(f"[bench-grid {part}] {what[part]}", flush=True)
+        ratios = []
+        for round_number in range(args.rounds):
+            ratios.append(_round(part, parts[part], flags, args, plain_first=round_number % 2 == 1))
+        if ratios and not args.harness_only:
+            print(f"[bench-grid {part}] harness vs plain script (JVM defaults), per round: "
+                  + ", ".join(f"{r:.2f}x" for r in ratios) + f"; lowest {min(ratios):.2f}x", flush=True)
+
+
+def _round(part: str, files: dict, flags: str, args, plain_first: bool) -> float | None:
+    """One harness run and one plain run, in this order or the other: harness/plain."""
+    order = "plain script first" if plain_first else "harness first"
+    timed = {}
+    for runner in (["plain", "harness"] if plain_first else ["harness", "plain"]):
+        if runner == "harness":
+            with tempfile.TemporaryDirectory() as tmp:
+                timed["harness"] = harness(Path(tmp) / part, files, args.flags, args.workers)
+        elif not args.harness_only:
+            timed["plain"] = plain("", part)
+            if args.same_flags:
+                timed["same flags"] = plain(flags, part)
+    harness_s, summary = timed["harness"]
+    print(f"[bench-grid {part}] ({order}) harness, pytest -n {args.workers}, flags {flags!r}, {summary['cases']} "
+          f"cases + {summary['agreement_checks']} cross-strategy checks: {harness_s:6.1f} s  ({summary['by_status']})")
+    if args.harness_only:
+        return None
+    for label in ("plain", "same flags"):
+        if label in timed:
+            seconds, out = timed[label]
+            print(f"[bench-grid {part}] ({order}) plain script, "
+                  f"{'JVM defaults' if label == 'plain' else 'the harness flags'}: {seconds:6.1f} s  "
+                  f"(cases, loop seconds: {out}); ratio {seconds / harness_s:.2f}x", flush=True)
+    return timed["plain"][0] / harness_s
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ class RunOptions:
     delta: bool = False                                # Delta Lake's package, likewise
     jar_cache: str | None = None                       # where fetched jars are kept (default ~/.cache/spark-join-harness/jars)
     maven_repository: str = "https://repo1.maven.org/maven2"
+    # The driver JVM's class-data archives (harness.spark.class_data); None: none used
+    class_data: str | None = None
 
     @property
     def deployment(self) -> str:
@@ -53,11 +55,22 @@ class RunOptions:
                 "driver_jvm_flags": os.environ.get("HARNESS_DRIVER_JVM_FLAGS", flags),
                 "master": os.environ.get("HARNESS_SPARK_MASTER") or DEFAULT_MASTER,
                 "remote": os.environ.get("HARNESS_SPARK_REMOTE") or None,
-                "jar_cache": os.environ.get("HARNESS_JAR_CACHE") or None}
+                "jar_cache": os.environ.get("HARNESS_JAR_CACHE") or None,
+                "class_data": class_data_folder()}
         if os.environ.get("HARNESS_MAVEN_REPOSITORY"):  # a mirror of Maven Central
             base["maven_repository"] = os.environ["HARNESS_MAVEN_REPOSITORY"]
         base.update({k: v for k, v in given.items() if v is not None})
         return cls(**base)
+
+
+def class_data_folder() -> str | None:
+    """HARNESS_CLASS_DATA: the folder of the driver's class-data archives, `off` for none;
+    by default beside the jar cache."""
+    chosen = os.environ.get("HARNESS_CLASS_DATA", "")
+    if chosen.lower() == "off":
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return chosen or os.path.join(base, "spark-join-harness", "class-data")
 
 
 def deployment(master: str | None) -> str:

@@ -25,7 +25,7 @@ from harness.core.text import printable
 from harness.core.vocab import PLAN_TEXT_LIMIT
 from harness.scenario.confs import conf_text
 from harness.scenario.tables import uses_delta, uses_iceberg
-from harness.spark import conf_registry, delta, iceberg, jvm_packages
+from harness.spark import class_data, conf_registry, delta, iceberg, jvm_packages
 
 HINT_LOGGERS = ("org.apache.spark.sql.catalyst.analysis.HintErrorLogger",
                 "org.apache.spark.sql.catalyst.analysis.ResolveHints")
@@ -135,7 +135,8 @@ class Session:
             _JVM_HINT_LOG.touch()
         self.hint_log = _JVM_HINT_LOG
         log4j2, log4j1 = _log_configs(self.workdir, self.hint_log)
-        java_opts = f"-Dlog4j2.configurationFile=file:{log4j2} -Dlog4j.configuration=file:{log4j1} {options.driver_jvm_flags}"
+        java_opts = (f"-Dlog4j2.configurationFile=file:{log4j2} -Dlog4j.configuration=file:{log4j1} "
+                     f"{options.driver_jvm_flags} {class_data.driver_flags(options.class_data)}")
         builder = (SparkSession.builder.master(master).appName(f"join-harness-{os.getpid()}")
                    .config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false")

@@ -7,17 +7,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import platform
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import harness
 from harness.core.options import RunOptions
 from harness.scenario.model import Case, Scenario
+from harness.spark.java import java_version
 
 # Bumped when what an entry holds changes shape: older entries are then ignored.
 STORE_FORMAT = 1
@@ -40,31 +38,6 @@ def harness_source() -> str:
             hasher.update(path.relative_to(HARNESS_DIR).as_posix().encode() + b"\0")
             hasher.update(path.read_bytes() + b"\0")
     return hasher.hexdigest()
-
-
-@functools.lru_cache(maxsize=None)
-def java_version() -> str:
-    """The Java a session here would start, without starting it: JAVA_HOME's (as PySpark's
-    launcher picks it), else the `java` on PATH; read from the runtime's `release` file,
-    else asked of the binary."""
-    home = os.environ.get("JAVA_HOME")
-    binary = Path(home, "bin", "java") if home else (Path(shutil.which("java")).resolve() if shutil.which("java") else None)
-    if binary is None:
-        return "none"
-    release = binary.parent.parent / "release"
-    try:
-        found = re.search(r'^JAVA_VERSION="([^"]+)"', release.read_text(encoding="utf-8", errors="replace"), re.M)
-        if found:
-            return found.group(1)
-    except OSError:
-        pass
-    try:
-        done = subprocess.run([str(binary), "-XshowSettings:properties", "-version"], capture_output=True,
-                              text=True, timeout=30)
-        found = re.search(r"java\.version = (\S+)", done.stderr)
-        return found.group(1) if found else "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 def installed_pyspark() -> str:
@@ -96,11 +69,13 @@ class Environment:
                    faker=faker_version(), harness=harness_source(), session=digest(observing))
 
 
-# Driver JVM flags that choose only how fast the JVM runs (its compilers, its collector):
+# Driver JVM flags that choose only how fast the JVM runs (its compilers, its collector,
+# its class-data archive: harness.spark.class_data):
 # a bulk selection gets other ones (harness.scenario.workload) and still reuses what a
 # suite run observed. Any other flag (a -D system property sets a Spark config) is keyed.
 SPEED_ONLY_FLAG = re.compile(r"-XX:(?:TieredStopAtLevel=\d|[+-]TieredCompilation|[+-]Use(?:Serial|Parallel|G1)GC"
-                             r"|Tier\d\w*Threshold=\d+|CICompilerCount=\d+|ReservedCodeCacheSize=\d+[kKmMgG]?)")
+                             r"|Tier\d\w*Threshold=\d+|CICompilerCount=\d+|ReservedCodeCacheSize=\d+[kKmMgG]?"
+                             r"|SharedArchiveFile=\S+)|-Xshare:(?:auto|on|off)|-Xlog:cds(?:\+\w+)*=off")
 
 
 def observing_jvm_flags(flags: str) -> list[str]:
