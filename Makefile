@@ -101,7 +101,7 @@ accept: env
 ## the upgrade diff between two versions' results: make diff FROM=3.5.9 TO=4.3.0
 ## (FAIL_ON="strategy,build side" exits 1 when a case changed in those kinds: for CI)
 diff: env
-	$(PY) -m harness diff $(FROM) $(TO) $(if $(FAIL_ON),--fail-on "$(FAIL_ON)")
+	$(PY) -m harness diff $(FROM) $(TO) $(if $(FAIL_ON),--fail-on "$(FAIL_ON)") $(if $(COST_THRESHOLD),--cost-threshold "$(COST_THRESHOLD)") $(if $(COST_FLOOR),--cost-floor "$(COST_FLOOR)")
 
 clean:
 	rm -rf reports/*/ .pytest_cache

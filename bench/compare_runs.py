@@ -3,8 +3,9 @@
 For a speed change the answer must not move: for every version present in both report
 folders, every record is compared on what Spark answered and how it planned — status,
 rows, checksum, the initial and final join nodes (expression ids normalised), the
-estimates, the warnings and, for a cross-strategy check, each forced run's strategy,
-build side, rows, checksum or error. Timings, messages' sharing notes and run dates are
+estimates, the warnings, the top join's cost where both runs recorded one (its timings
+left out) and, for a cross-strategy check, each forced run's strategy, build side, rows,
+checksum or error. Timings, messages' sharing notes and run dates are
 not compared, nor a field the case's file declares as Spark's own variation (`expect:
 {varies: {final_plan: why}}`, as the flake finder reads it): such a difference is counted
 apart. Prints one line per version and the first differences; exit 1 on any other.
@@ -67,7 +68,8 @@ def fingerprint(record: dict, fields: set | None = None, varies: dict | None = N
              "initial": _normalised(_joins(observed.get("initial"), fields)),
              "final": _normalised(_joins(observed.get("final"), fields)),
              "estimates": _normalised(observed.get("estimates")), "warnings": observed.get("warnings"),
-             "error": error.get("class")}
+             "error": error.get("class"),
+             "cost": {k: v for k, v in (observed.get("cost") or {}).items() if k != "timings"} or None}
     return {k: v for k, v in found.items() if k not in skip}
 
 
@@ -98,7 +100,10 @@ def compare(baseline: Path, new: Path) -> tuple[int, list[str], list[str]]:
         fields = _node_fields(old[case]) & _node_fields(now[case])
         varies = by_case[case] if now[case].get("kind") == "case" else \
             by_join[(now[case].get("scenario_id"), now[case].get("join_type"))]
-        changed = _differences(fingerprint(old[case], fields, varies), fingerprint(now[case], fields, varies))
+        before, after = fingerprint(old[case], fields, varies), fingerprint(now[case], fields, varies)
+        if "cost" not in (old[case].get("observed") or {}) or "cost" not in (now[case].get("observed") or {}):
+            before.pop("cost", None), after.pop("cost", None)  # recorded since issue 43
+        changed = _differences(before, after)
         if changed:
             problems.append(f"{case}: " + "; ".join(changed))
         elif varies and _differences(fingerprint(old[case], fields), fingerprint(now[case], fields)):

@@ -36,6 +36,10 @@ def _diff_parser(commands) -> None:
     diff.add_argument("--fail-on", default="", metavar="KINDS",
                       help="exit 1 when a case changed in one of these kinds, comma-separated "
                            "(e.g. 'strategy,build side,result'; for CI)")
+    diff.add_argument("--cost-threshold", default="20%", metavar="PERCENT",
+                      help="a cost figure that moved less than this is no change (default: 20%%)")
+    diff.add_argument("--cost-floor", default="64 KiB", metavar="SIZE",
+                      help="nor a size that moved by fewer bytes (default: 64 KiB)")
 
 
 def _matrix_parser(commands) -> None:
@@ -196,7 +200,8 @@ def _matrix(args, root) -> int:
 def _diff(args, root) -> int:
     from harness.report import diff
     try:
-        return diff.main(args.old, args.new, args.report_dir, diff.parse_kinds(args.fail_on))
+        threshold = diff.parse_threshold(args.cost_threshold, args.cost_floor)
+        return diff.main(args.old, args.new, args.report_dir, diff.parse_kinds(args.fail_on), threshold)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

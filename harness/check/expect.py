@@ -15,6 +15,7 @@ from packaging.specifiers import SpecifierSet
 from harness.core.records import BYTE_UNITS, UNAVAILABLE, Observation, SparkError
 from harness.core.rows import normalize_rows
 from harness.core.vocab import (
+    COST_SIZES,
     JOIN_TYPES,
     describe_join,
     normalize_build_side,
@@ -26,9 +27,9 @@ from harness.scenario.tables import as_hint_list, hint_name
 
 EXPECTATION_KEYS = ("strategy", "build_side", "joins", "plan", "rows", "checksum", "result_rows",
                     "error", "warnings", "estimates", "operators", "shuffles", "bucketed_scan",
-                    "key_grouped", "dynamic_pruning")
+                    "key_grouped", "dynamic_pruning", "cost")
 # Keys that can only be checked by running the query.
-EXECUTION_KEYS = ("rows", "checksum", "result_rows")
+EXECUTION_KEYS = ("rows", "checksum", "result_rows", "cost")
 
 
 def _hint_names(value) -> list[str]:
@@ -248,6 +249,58 @@ def _within(value: int, bounds) -> bool:
     return bounds.get("min", value) <= value <= bounds.get("max", value)
 
 
+def _cost_values(expected: dict, cost: dict):
+    """(field, side or None, the bounds, the observed value, the name in words) of each
+    bound; a bound for both sides compares their sum."""
+    for field, bounds in expected.items():
+        words = field.replace("_", " ")
+        if "min" in bounds or "max" in bounds:
+            yield field, None, bounds, cost.get(field), words
+            continue
+        for side, bound in bounds.items():
+            values = [cost[s][field] for s in (("left", "right") if side == "both" else (side,))]
+            total = None if None in values else sum(values)
+            yield field, side, bound, total, words + ("" if side == "both" else f" {side}")
+
+
+def _cost_unreported(expected: dict, observed: Observation) -> list[str]:
+    """Cost bounds this run cannot decide: the deployment read no cost, or this Spark
+    version does not report the metric (named, with why)."""
+    if not observed.executed or observed.error:
+        return []
+    if observed.cost is None:
+        return ["cost"] if "cost" in (observed.unavailable or []) else []
+    out = []
+    for field, side, _, value, words in _cost_values(expected, observed.cost):
+        if value is None:
+            keys = [field] if side is None else [f"{s}.{field}" for s in (("left", "right") if side == "both"
+                                                                          else (side,))]
+            why = "; ".join(dict.fromkeys(observed.cost["not_reported"][k] for k in keys
+                                          if k in observed.cost["not_reported"])) or "not reported"
+            out.append(f"cost {words} ({why})")
+    return out
+
+
+def _cost_text(field: str, value: int) -> str:
+    return f"{value:,} B" if field in COST_SIZES else f"{value:,}"
+
+
+def _compare_cost(expected: dict, observed: Observation, unchecked: set) -> list[str]:
+    if observed.cost is None:
+        return [] if "cost" in unchecked else ["cost: the plan that ran has no join to measure"]
+    problems = []
+    for field, _, bound, value, words in _cost_values(expected, observed.cost):
+        if value is None:
+            continue  # named by not_checkable
+        if "min" in bound and value < bound["min"]:
+            problems.append(f"cost: {words} {_cost_text(field, value)} is below the expected minimum "
+                            f"{_cost_text(field, bound['min'])}")
+        if "max" in bound and value > bound["max"]:
+            problems.append(f"cost: {words} {_cost_text(field, value)} is above the expected maximum "
+                            f"{_cost_text(field, bound['max'])}")
+    return problems
+
+
 def _compare_operators(expected: dict, counts: dict) -> list[str]:
     problems = []
     for name, bounds in expected.items():
@@ -445,6 +498,8 @@ def not_checkable(expected: dict, observed: Observation) -> list[str]:
         undecided = undecided_pruning(wanted if isinstance(wanted, list) else [wanted], observed.initial.joins)
         if undecided:
             out.append(f"dynamic_pruning of {', '.join(undecided)} {AQE_DECIDES}")
+    if "cost" in expected:
+        out += _cost_unreported(expected["cost"], observed)
     gone = set(observed.unavailable or [])
     if not gone:
         return out
@@ -531,6 +586,8 @@ def _compare(expected: dict, observed: Observation, unchecked: set = frozenset()
                 problems += check(expected[key], view.joins, which)
     if "batches" in expected:
         problems += _compare_steps(expected["batches"], observed.stream_steps or [], unchecked)
+    if "cost" in expected and observed.executed:
+        problems += _compare_cost(expected["cost"], observed, unchecked)
     if "estimates" in expected and "estimates" not in unchecked:
         estimates = observed.estimates or []
         top = estimates[0] if estimates else None

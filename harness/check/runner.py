@@ -209,6 +209,7 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
             observed.final = _plan_view(plans, final_plan, case, table_names)
             if observed.adaptive:
                 observed.final.runtime = plans.runtime_sides(final_plan)
+            observed.cost = plans.cost(final_plan)
         else:  # the server sent no plan metrics with the result
             observed.unavailable = sorted({*(observed.unavailable or []), "final"})
         if collect_rows:

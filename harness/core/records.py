@@ -97,6 +97,7 @@ class Observation:
     final_not_applicable: Optional[str] = None   # why a case has no final plan by design
     unavailable: Optional[list] = None   # what the deployment could not observe (Spark Connect)
     undefined_conf: Optional[list] = None  # configs of the case this Spark does not declare (not set)
+    cost: Optional[dict] = None   # what the top join cost when it ran (harness.observe.cost)
 
     def plan(self, which: str) -> Optional[PlanView]:
         return self.initial if which == "initial" else self.final
@@ -116,7 +117,8 @@ class Observation:
                    warnings=data.get("warnings"), result_rows=data.get("result_rows"),
                    stream_batches=data.get("stream_batches"), stream_steps=data.get("stream_steps"),
                    final_not_applicable=data.get("final_not_applicable"),
-                   unavailable=data.get("unavailable"), undefined_conf=data.get("undefined_conf"))
+                   unavailable=data.get("unavailable"), undefined_conf=data.get("undefined_conf"),
+                   cost=data.get("cost"))
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {
@@ -126,7 +128,7 @@ class Observation:
             "error": self.error.to_json() if self.error is not None else None, "conf": self.conf,
             "timings": self.timings}
         for key in ("join_conf", "warnings", "result_rows", "stream_batches", "stream_steps", "final_not_applicable",
-                    "unavailable", "undefined_conf"):
+                    "unavailable", "undefined_conf", "cost"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out

@@ -114,3 +114,9 @@ SPJ_CONFS = (V2_BUCKETING, PRESERVE_GROUPING, "spark.sql.sources.v2.bucketing.pu
              "spark.sql.sources.v2.bucketing.partiallyClusteredDistribution.enabled",
              "spark.sql.sources.v2.bucketing.allowJoinKeysSubsetOfPartitionKeys.enabled",
              "spark.sql.sources.v2.bucketing.shuffle.enabled")
+
+# `expect: {cost: …}` (harness.observe.cost): the fields that are sizes (bytes, or text
+# such as `2 MiB`), and those measured per side of the top join.
+COST_SIZES = ("shuffle_bytes", "broadcast_bytes", "spill_bytes", "peak_memory")
+COST_SIDE_FIELDS = ("shuffle_bytes", "shuffle_records", "broadcast_bytes", "partitions", "coalesced_partitions",
+                    "skew_splits")

@@ -42,6 +42,8 @@ NOT_OBSERVABLE = {
     "operators": "operator counts are read from the JVM's plan classes; Connect prints other names",
     "key_grouped": "whether Spark used a V2 scan's partitioning is read from the JVM's plan "
                    "(KeyGroupedPartitioning); the printed plan does not say it",
+    "cost": "a join's cost is read from the SQL metrics of the JVM's plan operators; the harness does "
+            "not read it from the plan metrics Connect sends",
 }
 # Also per node: a final plan's shuffled hash join has build side `unavailable` (not in
 # the plan metrics); a result sent without plan metrics has no final plan (`final`).

@@ -4,7 +4,7 @@ and why Spark did what it did (the model's rule chain, the estimates against the
 broadcast threshold, the case's configs, Spark's warnings)."""
 from __future__ import annotations
 
-from harness.core.vocab import SPJ_CONFS, describe_join
+from harness.core.vocab import COST_SIZES, SPJ_CONFS, describe_join
 
 THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
 PLAN_WORDS = {"initial": "", "final": "final plan", "both": "initial and final plan"}
@@ -55,11 +55,34 @@ def expectation_words(expected: dict | None) -> str:
     for side, bounds in (expected.get("estimates") or {}).items():
         limits = [f"≥ {bounds['min']:,} B" if "min" in bounds else "", f"≤ {bounds['max']:,} B" if "max" in bounds else ""]
         parts.append(f"{side} estimate " + " and ".join(x for x in limits if x))
+    parts += _cost_bound_words(expected.get("cost") or {})
     words = "; ".join(parts) or "nothing (observed only)"
     varies = expected.get("varies")
     if varies:  # not an assertion: what the file says Spark itself changes between runs
         words += " (varies between runs, not compared: " + "; ".join(
             f"{field.replace('_', ' ')}: {why}" for field, why in varies.items()) + ")"
+    return words
+
+
+def _cost_bound_words(cost: dict) -> list[str]:
+    """`shuffle bytes left ≤ 2.0 MiB`, one per bound (as harness.scenario.checks reads them)."""
+    def shown(field, n):
+        from harness.observe.printed_plans import bytes_text
+        return bytes_text(n) if field in COST_SIZES else f"{n:,}"
+
+    def limits(field, bound):
+        if "min" in bound and bound.get("max") == bound["min"]:
+            return f"= {shown(field, bound['min'])}"
+        return " and ".join(x for x in (f"≥ {shown(field, bound['min'])}" if "min" in bound else "",
+                                        f"≤ {shown(field, bound['max'])}" if "max" in bound else "") if x)
+    words = []
+    for field, bounds in cost.items():
+        name = "cost: " + field.replace("_", " ")
+        if "min" in bounds or "max" in bounds:
+            words.append(f"{name} {limits(field, bounds)}")
+        else:
+            words += [f"{name}{'' if side == 'both' else ' ' + side} {limits(field, bound)}"
+                      for side, bound in bounds.items()]
     return words
 
 
@@ -261,3 +284,61 @@ def reuse_words(records: list[dict]) -> tuple[int, str]:
     if len(runs) == 1:
         return len(reused), f"run {runs[0][1]} at {runs[0][0]} on {runs[0][2]}"
     return len(reused), f"{len(runs)} earlier runs, {runs[0][0]} … {runs[-1][0]}"
+
+
+def _size(n) -> str:
+    from harness.observe.printed_plans import bytes_text
+    return "not reported" if n is None else bytes_text(n)
+
+
+def _count(n) -> str:
+    return "not reported" if n is None else f"{n:,}"
+
+
+def _cost_side(side: dict) -> str:
+    moved = []
+    if side["shuffle_bytes"] != 0:
+        moved.append(f"shuffle wrote {_size(side['shuffle_bytes'])} ({_count(side['shuffle_records'])} records)")
+    if side["broadcast_bytes"] != 0:
+        moved.append(f"broadcast {_size(side['broadcast_bytes'])}")
+    if side["partitions"] is not None:
+        read = f"the join read {side['partitions']:,} partitions"
+        aqe = [f"{side[key]} {words}" for key, words in (("coalesced_partitions", "coalesced"),
+                                                        ("skew_splits", "skew splits")) if side[key]]
+        moved.append(read + (f" ({', '.join(aqe)})" if aqe else ""))
+    return "; ".join(moved) or "nothing moved"
+
+
+def cost_words(observed: dict) -> list[str]:
+    """What the top join cost when it ran, as the Spark UI's SQL tab shows it for the
+    join: a line per side, one for the join, one for its timings (never compared)."""
+    cost = observed.get("cost")
+    if not cost:
+        return []
+    lines = [f"{side}: {_cost_side(cost[side])}" for side in ("left", "right")]
+    lines.append(f"join: {_count(cost['output_rows'])} rows out, spill {_size(cost['spill_bytes'])}, "
+                 f"peak memory {_size(cost['peak_memory'])} (summed over its stage's tasks)")
+    if cost.get("not_reported"):
+        lines.append("not reported by this Spark version: " + "; ".join(
+            f"{field} ({why})" for field, why in sorted(cost["not_reported"].items())))
+    if cost.get("timings"):
+        lines.append("timings (shown, never compared): " + ", ".join(
+            f"{name[:-2].replace('_', ' ')} {seconds:.3f} s" for name, seconds in cost["timings"].items()))
+    return lines
+
+
+def cost_brief(observed: dict) -> str:
+    """The bytes each side moved, for the report's table: `L ⇄ 3.0 MiB · R ⇢ 1.0 MiB`."""
+    cost = observed.get("cost")
+    if not cost:
+        return ""
+    parts = []
+    for side, letter in (("left", "L"), ("right", "R")):
+        moved = cost[side]
+        if moved["broadcast_bytes"]:
+            parts.append(f"{letter} broadcast {_size(moved['broadcast_bytes'])}")
+        elif moved["shuffle_bytes"]:
+            parts.append(f"{letter} shuffled {_size(moved['shuffle_bytes'])}")
+    if cost["spill_bytes"]:
+        parts.append(f"spill {_size(cost['spill_bytes'])}")
+    return " · ".join(parts)

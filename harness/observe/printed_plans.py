@@ -269,6 +269,11 @@ def runtime_sides(plan: PrintedPlan) -> None:
     return None
 
 
+def cost(plan: PrintedPlan) -> None:
+    """Not read from a Spark Connect server's plan metrics yet."""
+    return None
+
+
 def final_plan_reached(plan: PrintedPlan) -> bool:
     return plan.final
 

@@ -3,7 +3,9 @@
 `python -m harness diff 3.5.7 4.3.0` reads reports/<version>/results.json for both and
 prints every case whose strategy or build side (initial plan, or the plan that ran: the
 final adaptive plan or a static plan), adaptivity, join condition's shape, rows/checksum,
-error or hint warnings differ, grouped by kind of change. A case that timed out or whose
+error or hint warnings differ, or whose top join cost moved beyond a threshold (bytes
+shuffled or broadcast, spill, peak memory, records, partitions: ±20 % and, for sizes, at
+least 64 KiB by default), grouped by kind of change. A case that timed out or whose
 worker was lost on either version is "not comparable", never a change. Cases only one
 version ran are listed too.
 """
@@ -14,14 +16,14 @@ import json
 from typing import NamedTuple
 
 from harness.core.records import NOT_CHECKABLE, NOT_RUN, UNAVAILABLE
-from harness.core.vocab import describe_join
+from harness.core.vocab import COST_SIDE_FIELDS, COST_SIZES, describe_join
 from harness.report.version_report import top_join, version_dir
 
 # Not a change: something one side's deployment could not see (Spark Connect).
 UNSEEN = "unavailable"
 
 KINDS = ("not comparable", "known bug", "strategy", "build side", "adaptive", "condition", "result", "error",
-         "warnings", "status", "only in one version", UNSEEN)
+         "warnings", "cost", "status", "only in one version", UNSEEN)
 NOT_COMPARABLE = {"timeout": "timed out", "WorkerLost": "its worker process was lost"}
 
 
@@ -85,6 +87,47 @@ def _describe_shape(shape: tuple) -> str:
     return ", ".join(words)
 
 
+class CostThreshold(NamedTuple):
+    """How far a cost figure must move to be a change: both the relative change and, for
+    a size, the bytes (a 1 KiB shuffle that doubles is noise to an upgrade)."""
+    relative: float = 0.20
+    floor_bytes: int = 64 << 10
+
+
+# The deterministic figures of a join's cost (harness.observe.cost), in the diff's words.
+COST_FIGURES = [(f"{side}.{field}", f"{field.replace('_', ' ')} {side}") for field in COST_SIDE_FIELDS
+                for side in ("left", "right")] + [(field, field.replace("_", " "))
+                                                  for field in ("spill_bytes", "peak_memory", "output_rows")]
+
+
+def _cost_figures(cost: dict | None) -> tuple | None:
+    if not cost:
+        return None
+    figures = []
+    for key, _ in COST_FIGURES:
+        side, _, field = key.rpartition(".")
+        figures.append((cost.get(side) or {}).get(field) if side else cost.get(field))
+    return tuple(figures)
+
+
+def _cost_changes(old: tuple, new: tuple, threshold: CostThreshold) -> list[tuple[str, str]]:
+    from harness.observe.printed_plans import bytes_text
+    changes = []
+    for (key, words), before, after in zip(COST_FIGURES, old, new):
+        if before is None or after is None or before == after:
+            continue
+        field = key.rpartition(".")[2]
+        size = field in COST_SIZES
+        if size and abs(after - before) < threshold.floor_bytes:
+            continue
+        if before and abs(after - before) / before < threshold.relative:
+            continue
+        shown = bytes_text if size else (lambda n: f"{n:,}")
+        change = f" ({(after - before) / before:+.0%})".replace("%", " %") if before else ""
+        changes.append(("cost", f"{words} {shown(before)} → {shown(after)}{change}"))
+    return changes
+
+
 class Face(NamedTuple):
     """What the diff reads of one record, computed once: a matrix page compares every
     version with every other, and records that look alike compare alike (memoised)."""
@@ -100,6 +143,7 @@ class Face(NamedTuple):
     warnings: frozenset
     warnings_unseen: bool
     bug_id: str
+    cost: tuple | None = None  # the join's deterministic cost figures (COST_FIGURES)
 
 
 def face(record: dict) -> Face:
@@ -112,16 +156,16 @@ def face(record: dict) -> Face:
                 result=(observed.get("rows"), observed.get("checksum")) if observed.get("executed") else None,
                 error=(observed.get("error") or {}).get("class"), warnings=frozenset(observed.get("warnings") or []),
                 warnings_unseen="warnings" in (observed.get("unavailable") or []),
-                bug_id=(record.get("bug") or {}).get("id", ""))
+                bug_id=(record.get("bug") or {}).get("id", ""), cost=_cost_figures(observed.get("cost")))
 
 
-def case_changes(old: dict, new: dict) -> list[tuple[str, str]]:
+def case_changes(old: dict, new: dict, threshold: CostThreshold = CostThreshold()) -> list[tuple[str, str]]:
     """(kind, text) for each way `new` differs from `old`, for one case."""
-    return list(face_changes(face(old), face(new)))
+    return list(face_changes(face(old), face(new), threshold))
 
 
 @functools.lru_cache(maxsize=65536)
-def face_changes(old: Face, new: Face) -> tuple[tuple[str, str], ...]:
+def face_changes(old: Face, new: Face, threshold: CostThreshold = CostThreshold()) -> tuple[tuple[str, str], ...]:
     if old.incomparable or new.incomparable:
         side = "old" if old.incomparable else "new"
         why = old.incomparable or new.incomparable
@@ -140,6 +184,8 @@ def face_changes(old: Face, new: Face) -> tuple[tuple[str, str], ...]:
         parts = [f"+ {w}" for w in sorted(new.warnings - old.warnings)] + \
                 [f"- {w}" for w in sorted(old.warnings - new.warnings)]
         changes.append(("warnings", "; ".join(parts)))
+    if old.cost and new.cost:
+        changes += _cost_changes(old.cost, new.cost, threshold)
     bug_id = new.bug_id or old.bug_id
     if new.status == "known_bug" and old.status != "known_bug":
         changes.insert(0, ("known bug", f"bug appears: {bug_id}"))
@@ -177,7 +223,8 @@ def _plan_changes(old: Face, new: Face) -> list[tuple[str, str]]:
     return changes
 
 
-def diff_results(old: dict, new: dict, faces: dict | None = None) -> dict[str, list[tuple[str, str]]]:
+def diff_results(old: dict, new: dict, faces: dict | None = None,
+                 threshold: CostThreshold = CostThreshold()) -> dict[str, list[tuple[str, str]]]:
     """kind → [(case id, text)], over all cases of two results.json documents; `faces`
     (id of a record → its Face) spares a caller comparing many pairs recomputing them."""
     faces = {} if faces is None else faces
@@ -195,7 +242,7 @@ def diff_results(old: dict, new: dict, faces: dict | None = None) -> dict[str, l
             where = "new" if case_id in new_cases else "old"
             grouped["only in one version"].append((case_id, f"only in the {where} version's results"))
             continue
-        for kind, text in face_changes(face_of(old_cases[case_id]), face_of(new_cases[case_id])):
+        for kind, text in face_changes(face_of(old_cases[case_id]), face_of(new_cases[case_id]), threshold):
             grouped[kind].append((case_id, text))
     return grouped
 
@@ -226,9 +273,28 @@ def parse_kinds(text: str) -> tuple[str, ...]:
     return kinds
 
 
-def main(old_version: str, new_version: str, report_dir: str = "reports", fail_on: tuple[str, ...] = ()) -> int:
+def parse_threshold(relative: str, floor: str) -> CostThreshold:
+    """`20%` and `64 KiB` → a CostThreshold (ValueError names what is wrong)."""
+    from harness.scenario.tables import byte_size
+    text = relative.strip().rstrip("%").strip()
+    try:
+        percent = float(text)
+    except ValueError:
+        raise ValueError(f"--cost-threshold: {relative!r} is not a percentage (e.g. 20%)") from None
+    if not 0 <= percent <= 10000:
+        raise ValueError(f"--cost-threshold: {relative!r} is out of range (0% to 10000%)")
+    try:
+        floor_bytes = byte_size(int(floor) if floor.strip().isdigit() else floor)
+    except ValueError as exc:
+        raise ValueError(f"--cost-floor: {exc}") from None
+    return CostThreshold(percent / 100, floor_bytes)
+
+
+def main(old_version: str, new_version: str, report_dir: str = "reports", fail_on: tuple[str, ...] = (),
+         threshold: CostThreshold = CostThreshold()) -> int:
     """0, or 1 when a case changed in one of the `fail_on` kinds (for a CI job)."""
-    grouped = diff_results(load_results(report_dir, old_version), load_results(report_dir, new_version))
+    grouped = diff_results(load_results(report_dir, old_version), load_results(report_dir, new_version),
+                           threshold=threshold)
     print(format_diff(old_version, new_version, grouped))
     failing = [kind for kind in fail_on if grouped[kind]]
     if failing:

@@ -4,8 +4,8 @@
 result store bypassed (harness.deploy.flakes); the records of each run reach the
 controller, and here each item's runs are compared field by field. What is compared is
 what Spark showed (strategies, build sides, shuffles, the initial and final plans, the
-estimates, warnings, rows, checksum, stream step figures) and the verdict; never the
-timings nor the run's stamp. Plan text and the join nodes' expressions are compared with
+estimates, warnings, rows, checksum, stream step figures, the join's cost) and the
+verdict; never the timings nor the run's stamp. Plan text and the join nodes' expressions are compared with
 what changes on every run of the same query taken out: expression ids (`#123`), plan ids,
 query and state-store ids, object addresses and the run's temporary paths.
 
@@ -42,6 +42,7 @@ FIELDS = {
     "warnings": "warnings", "rows": "rows", "checksum": "checksum", "result_rows": "result rows",
     "error": "error", "executed": "executed", "stream_batches": "micro-batches",
     "stream_steps": "stream steps", "agreement": "cross-strategy answers", "adaptive": "adaptive",
+    "cost": "cost",  # its timings are left out with every other timing
 }
 # What a record holds that is not what Spark showed: when and how long, not what.
 # (`shared`: whether a worker had run the same plan before: scheduling, not Spark.)

@@ -148,6 +148,8 @@ def validate_results(results: dict) -> None:
 def render_html(results: dict, drawings: PlanPictures | None = None, drawn: dict | None = None) -> str:
     """The version page; `drawn` (case id → pictures), when the caller has them already."""
     from harness.observe.describe import (
+        cost_brief,
+        cost_words,
         expectation_words,
         shuffle_words,
         unavailable_words,
@@ -161,6 +163,8 @@ def render_html(results: dict, drawings: PlanPictures | None = None, drawn: dict
     env.globals["expectation_words"] = expectation_words
     env.globals["unavailable_words"] = unavailable_words
     env.globals["shuffle_words"] = shuffle_words
+    env.globals["cost_words"] = cost_words
+    env.globals["cost_brief"] = cost_brief
     env.globals["undefined_conf_words"] = undefined_conf_words
     env.filters["estimate"] = lambda side: (f"≈ {side['printed']}" if (side.get("printed") or " B").endswith("iB")
                                             else "" if side.get("size_in_bytes") is None else f"{side['size_in_bytes']:,}")

@@ -9,7 +9,7 @@ import difflib
 import re
 from pathlib import Path
 
-from harness.core.vocab import STRATEGY_HINTS, THEN_VIEW
+from harness.core.vocab import COST_SIDE_FIELDS, COST_SIZES, STRATEGY_HINTS, THEN_VIEW
 from harness.scenario import confs
 from harness.scenario.errors import (
     ScenarioError,
@@ -384,7 +384,7 @@ def _check_plan_only(at: Where, data: dict) -> None:
     if "stream" in data:
         raise at.error(("stream",), why)
     for where, block in _expectation_blocks(data):
-        for key in ("rows", "checksum", "result_rows"):
+        for key in ("rows", "checksum", "result_rows", "cost"):
             if key in block:
                 raise at.error(where + (key,), f"{why}, nothing to compare {key} with")
         if block.get("plan") in ("final", "both"):
@@ -766,7 +766,50 @@ def _read_sizes(at: Where, data: dict) -> None:
                     raise at.error(("tables", name) + where + ("size_bytes",), str(exc)) from None
 
 
-SEMANTIC_CHECKS = (_read_sizes, _check_join_tables, _check_derived, _check_literal_rows, _check_stats, _check_columns, _check_layouts,
+def _cost_value(at: Where, where: tuple, field: str, value) -> int:
+    if field in COST_SIZES:
+        try:
+            return byte_size(value)
+        except ValueError as exc:
+            raise at.error(where, str(exc)) from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise at.error(where, f"{str(value)[:40]!r} is not a count: write a whole number")
+    return value
+
+
+def _cost_bound(at: Where, where: tuple, field: str, bound) -> dict:
+    """{min, max} in bytes or counts (an exact value: both)."""
+    if not isinstance(bound, dict):
+        value = _cost_value(at, where, field, bound)
+        return {"min": value, "max": value}
+    read = {key: _cost_value(at, where + (key,), field, value) for key, value in bound.items()}
+    if read.get("min", 0) > read.get("max", read.get("min", 0)):
+        raise at.error(where + ("min",), f"min {bound['min']} is above max {bound['max']}")
+    return read
+
+
+def _read_cost_bounds(at: Where, data: dict) -> None:
+    """Cost bounds made `{field: {side or "both": {min, max}}}` / `{field: {min, max}}`
+    in bytes and counts, in place; refused where nothing runs."""
+    for where, block in _expectation_blocks(data):
+        if "cost" not in block:
+            continue
+        if "stream" in data:
+            raise at.error(where + ("cost",), "cost is observed for batch joins: a stream's micro-batches each "
+                                              "run a plan of their own")
+        read = {}
+        for field, bound in block["cost"].items():
+            place = where + ("cost", field)
+            if field in COST_SIDE_FIELDS:
+                sides = bound if isinstance(bound, dict) and set(bound) <= {"left", "right"} else {"both": bound}
+                read[field] = {side: _cost_bound(at, place + ((side,) if side != "both" else ()), field, b)
+                               for side, b in sides.items()}
+            else:
+                read[field] = _cost_bound(at, place, field, bound)
+        block["cost"] = read
+
+
+SEMANTIC_CHECKS = (_read_sizes, _read_cost_bounds, _check_join_tables, _check_derived, _check_literal_rows, _check_stats, _check_columns, _check_layouts,
                    _check_pruned_tables, _check_join_columns, _check_stream_shape, _check_plan_only, _check_synthetic, _check_all_hints, _check_confs,
                    _check_version_specifiers, _check_patterns, _check_varies)
 

@@ -344,3 +344,42 @@ def test_only_unobservable_warnings_leave_a_checked_case_passed_and_say_so(write
     wrong = with_warnings.replace("build_side: right", "build_side: left")
     record = judge_case(expand(load_scenario(write_scenario(wrong, "wrong.yaml")))[0], who, seen, 0.1)
     assert record.status == "failed" and "not checkable on this deployment: warnings" in record.message
+
+
+def _costed(cost=None, **given):
+    side = {"shuffle_bytes": 3 << 20, "shuffle_records": 1000, "broadcast_bytes": 0, "partitions": 20,
+            "coalesced_partitions": 0, "skew_splits": 0}
+    found = {"left": dict(side), "right": {**side, "shuffle_bytes": 1 << 20, "partitions": None},
+             "spill_bytes": 0, "peak_memory": 64 << 20, "output_rows": 1000,
+             "not_reported": {"right.partitions": "CustomShuffleReader reports no `numPartitions` on this Spark version"},
+             "timings": {"sort_s": 0.1}}
+    return Observation(executed=True, rows=1000, cost=found if cost is None else cost, **given)
+
+
+def test_cost_bounds_compare_each_side_both_sides_summed_and_the_join():
+    within = {"plan": "initial", "cost": {"shuffle_bytes": {"left": {"max": 4 << 20}, "both": {"max": 4 << 20}},
+                                          "spill_bytes": {"min": 0, "max": 0}}}
+    assert expect.compare(within, _costed()) == []
+    tight = {"plan": "initial", "cost": {"shuffle_bytes": {"left": {"max": 2 << 20}, "both": {"min": 5 << 20}},
+                                         "peak_memory": {"max": 1 << 20}}}
+    assert expect.compare(tight, _costed()) == [
+        "cost: shuffle bytes left 3,145,728 B is above the expected maximum 2,097,152 B",
+        "cost: shuffle bytes 4,194,304 B is below the expected minimum 5,242,880 B",
+        "cost: peak memory 67,108,864 B is above the expected maximum 1,048,576 B"]
+
+
+def test_a_cost_this_version_does_not_report_is_not_checkable_with_why():
+    want = {"plan": "initial", "cost": {"partitions": {"right": {"max": 10}, "left": {"max": 10}}}}
+    assert expect.not_checkable(want, _costed()) == [
+        "cost partitions right (CustomShuffleReader reports no `numPartitions` on this Spark version)"]
+    assert expect.compare(want, _costed()) == ["cost: partitions left 20 is above the expected maximum 10"]
+    summed = {"plan": "initial", "cost": {"partitions": {"both": {"max": 100}}}}
+    assert expect.compare(summed, _costed()) == [] and expect.not_checkable(summed, _costed())
+
+
+def test_a_cost_through_connect_is_not_checkable_and_a_plan_without_join_fails():
+    want = {"plan": "initial", "cost": {"spill_bytes": {"max": 0}}}
+    gone = Observation(executed=True, rows=0, cost=None, unavailable=["cost"])
+    assert expect.not_checkable(want, gone) == ["cost"] and expect.compare(want, gone) == []
+    assert expect.compare(want, Observation(executed=True, rows=0, cost=None)) == [
+        "cost: the plan that ran has no join to measure"]

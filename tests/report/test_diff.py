@@ -107,3 +107,40 @@ def test_what_a_deployment_cannot_see_or_run_is_never_a_change():
     assert grouped["not comparable"] == [("stats", "not run through Spark Connect on the new version (passed → skipped)")]
     assert not any(grouped[kind] for kind in ("build side", "warnings", "status", "strategy"))
     assert "0 case(s) differ" in diff.format_diff("4.3.0 local", "4.3.0 connect", {**grouped, "not comparable": []})
+
+
+def _cost(left_bytes=1 << 20, right_bytes=100, partitions=200, spill=0):
+    side = {"shuffle_bytes": left_bytes, "shuffle_records": 1000, "broadcast_bytes": 0, "partitions": partitions,
+            "coalesced_partitions": 0, "skew_splits": 0}
+    return {"left": side, "right": {**side, "shuffle_bytes": right_bytes}, "spill_bytes": spill,
+            "peak_memory": 1 << 30, "output_rows": 10, "not_reported": {}, "timings": {"sort_s": 0.1}}
+
+
+def costed(case_id, **cost):
+    return fake_record(case_id, "SortMergeJoin", "none", rows=10, checksum="00000000000000aa", cost=_cost(**cost))
+
+
+def test_a_cost_that_moved_beyond_the_threshold_is_a_change_and_noise_is_not():
+    old = {"cases": [costed("doubled"), costed("small"), costed("tiny"), costed("spills"), costed("fewer")]}
+    new = {"cases": [costed("doubled", left_bytes=(1 << 20) * 2 + 1024), costed("small", left_bytes=(1 << 20) + 1000),
+                     costed("tiny", right_bytes=400), costed("spills", spill=1 << 30), costed("fewer", partitions=20)]}
+    assert diff.diff_results(old, new)["cost"] == [
+        ("doubled", "shuffle bytes left 1024.0 KiB → 2.0 MiB (+100 %)"),
+        ("fewer", "partitions left 200 → 20 (-90 %)"), ("fewer", "partitions right 200 → 20 (-90 %)"),
+        ("spills", "spill bytes 0.0 B → 1024.0 MiB")]   # +300 % of 300 B is under the 64 KiB floor
+    loose = diff.diff_results(old, new, threshold=diff.CostThreshold(relative=1.5, floor_bytes=0))["cost"]
+    # at 150 %, with no floor: a fourfold 300 B counts, a tenth of the partitions does not
+    assert loose == [("spills", "spill bytes 0.0 B → 1024.0 MiB"), ("tiny", "shuffle bytes right 100.0 B → 400.0 B (+300 %)")]
+
+
+def test_a_figure_one_version_does_not_report_is_no_change(tmp_path):
+    old, new = costed("c"), costed("c", partitions=None)
+    assert diff.diff_results({"cases": [old]}, {"cases": [new]})["cost"] == []
+    assert diff.parse_threshold("35%", "1 MiB") == diff.CostThreshold(0.35, 1 << 20)
+    for bad in (("lots", "1 MiB"), ("20%", "1 MB")):
+        try:
+            diff.parse_threshold(*bad)
+        except ValueError as exc:
+            assert str(exc).startswith("--cost-")
+        else:
+            raise AssertionError(bad)

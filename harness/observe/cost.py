@@ -1,0 +1,178 @@
+"""What the top join cost when it ran: the SQL metrics the Spark UI's SQL tab shows for
+it, read from the operators of the plan that ran (for AQE its final plan) through Py4J.
+
+Per side of the top join: the shuffle that fed it (bytes and records written), the
+broadcast (the relation's data size) and the partitions the join read (after AQE's
+coalescing). For the join: the spill of every sort, aggregate and join below and at it,
+the peak memory of the operators of the join's own stage (its sorts and aggregates, a
+shuffled hash join's build), AQE's coalesced partitions and skew splits. These are
+deterministic for a given plan and data. Timings (build, broadcast, sort, shuffle write)
+are kept apart: shown, never compared. A metric this Spark version does not report is
+None and named in `not_reported`, never 0.
+"""
+from __future__ import annotations
+
+import re
+
+from harness.core.vocab import JOIN_OPERATORS
+from harness.observe.jvm_plans import _children, _kind
+
+# One operator's metrics as Scala prints its map (one Py4J call per operator):
+# `Map(dataSize -> SQLMetric(id: 12, name: Some(data size), value: 4096), ...)`.
+METRIC = re.compile(r"(\w+) -> SQLMetric\(id: (\d+), name: (?:Some\((.*?)\)|None), value: (-?\d+)\)")
+SHUFFLE = "Exchange"                      # ShuffleExchangeExec's node name
+BROADCAST = "BroadcastExchange"
+SHUFFLE_READS = ("AQEShuffleRead", "CustomShuffleReader")   # 3.2+, 3.0-3.1
+STAGE_OPERATORS = ("Sort", "HashAggregate", "ObjectHashAggregate", "SortAggregate")
+SIDES = ("left", "right")
+# Timings per operator kind: (metric, field, unit divisor to seconds).
+TIMINGS = {BROADCAST: [("buildTime", "broadcast_build_s", 1e3), ("broadcastTime", "broadcast_send_s", 1e3),
+                       ("collectTime", "broadcast_collect_s", 1e3)],
+           SHUFFLE: [("shuffleWriteTime", "shuffle_write_s", 1e9)],
+           "Sort": [("sortTime", "sort_s", 1e3)],
+           "ShuffledHashJoin": [("buildTime", "hash_build_s", 1e3)]}
+
+
+def metrics(node) -> dict[str, dict]:
+    """{key: {"id": accumulator id, "name": UI name, "value": int}} of one operator; a
+    value below 0 (a size or time no task set, 3.5+) is None."""
+    text = str(node.metrics().toString())
+    return {key: {"id": int(ident), "name": name, "value": int(value) if int(value) >= 0 else None}
+            for key, ident, name, value in METRIC.findall(text)}
+
+
+WRAPPERS = ("ReusedExchange", "AdaptiveSparkPlan")
+
+
+def _operators(root, stop) -> list[tuple[str, object]]:
+    """(kind, operator) below `root` in pre-order, root included, query-stage and reuse
+    wrappers looked through; an operator for which `stop(kind)` holds is listed but not
+    descended into (the root always is)."""
+    found, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        kind = _kind(node)
+        if kind.endswith("QueryStage") or kind in WRAPPERS:
+            stack.extend(reversed(_children(node, kind)))
+            continue
+        found.append((kind, node))
+        if node is root or not stop(kind):
+            stack.extend(reversed(_children(node, kind)))
+    return found
+
+
+def _in_stage(kind: str) -> bool:
+    """Where the join's own stage ends below it: an exchange, or another join."""
+    return kind in (SHUFFLE, BROADCAST) or kind in JOIN_OPERATORS
+
+
+def top_join_node(plan):
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        kind = _kind(node)
+        if kind in JOIN_OPERATORS:
+            return node, kind
+        stack.extend(reversed(_children(node, kind)))
+    return None, None
+
+
+def _sum(values: list) -> int | None:
+    return None if any(v is None for v in values) else sum(values)
+
+
+class _Reading:
+    def __init__(self):
+        self.not_reported: dict[str, str] = {}
+        self.timings: dict[str, float] = {}
+
+    def value(self, field: str, kind: str, found: dict, key: str) -> int | None:
+        if key not in found:
+            self.not_reported[field] = f"{kind} reports no `{key}` on this Spark version"
+            return None
+        if found[key]["value"] is None:
+            self.not_reported[field] = f"{kind}'s `{key}` was set by no task"
+        return found[key]["value"]
+
+    def time(self, kind: str, found: dict) -> None:
+        for key, field, divisor in TIMINGS.get(kind, []):
+            if key in found and found[key]["value"] is not None:
+                self.timings[field] = round(self.timings.get(field, 0.0) + found[key]["value"] / divisor, 4)
+
+
+def _feeds(kind: str) -> bool:
+    """Where what fed a side ends below it: a shuffle, or another join (a broadcast is
+    looked through: under AQE it may broadcast a shuffle stage that ran first)."""
+    return kind == SHUFFLE or kind in JOIN_OPERATORS
+
+
+def _side(node, reading: _Reading, side: str) -> dict:
+    """What fed one side of the join: its shuffle or broadcast, and the partitions the
+    join's tasks read (after AQE's coalescing and skew splits)."""
+    out = {"shuffle_bytes": 0, "shuffle_records": 0, "broadcast_bytes": 0, "partitions": None,
+           "coalesced_partitions": 0, "skew_splits": 0}
+    if _kind(node) in JOIN_OPERATORS:
+        reading.not_reported[f"{side}.partitions"] = "the side is another join's output, in the same stage"
+        return out
+    shuffled, read = None, None
+    for kind, operator in _operators(node, _feeds):
+        if kind in JOIN_OPERATORS:
+            continue  # a join below this side: its own inputs are its cost
+        found = metrics(operator)
+        reading.time(kind, found)
+        if kind == SHUFFLE:
+            out["shuffle_bytes"] = _add(out["shuffle_bytes"], reading.value(f"{side}.shuffle_bytes", kind, found,
+                                                                            "shuffleBytesWritten"))
+            out["shuffle_records"] = _add(out["shuffle_records"], reading.value(
+                f"{side}.shuffle_records", kind, found, "shuffleRecordsWritten"))
+            shuffled = shuffled or found
+        elif kind == BROADCAST:
+            out["broadcast_bytes"] = _add(out["broadcast_bytes"],
+                                          reading.value(f"{side}.broadcast_bytes", kind, found, "dataSize"))
+        elif kind in SHUFFLE_READS and read is None:
+            read = (kind, found)
+    if read is not None:  # AQE's read of the shuffle: what the join's tasks read
+        kind, found = read
+        out["partitions"] = reading.value(f"{side}.partitions", kind, found, "numPartitions")
+        out["coalesced_partitions"] = reading.value(f"{side}.coalesced_partitions", kind, found,
+                                                    "numCoalescedPartitions")
+        out["skew_splits"] = reading.value(f"{side}.skew_splits", kind, found, "numSkewedSplits")
+    elif shuffled is not None:
+        out["partitions"] = reading.value(f"{side}.partitions", SHUFFLE, shuffled, "numPartitions")
+    else:
+        reading.not_reported[f"{side}.partitions"] = "no shuffle feeds this side"
+    return out
+
+
+def _add(total: int | None, value: int | None) -> int | None:
+    return None if total is None or value is None else total + value
+
+
+def of(plan) -> dict | None:
+    """The cost of the plan's top join (None: the plan has no join)."""
+    join, kind = top_join_node(plan)
+    if join is None:
+        return None
+    reading = _Reading()
+    children = _children(join, kind)
+    out: dict = {side: _side(child, reading, side) for side, child in zip(SIDES, children)}
+    joined = metrics(join)
+    reading.time(kind, joined)
+    spill, peak = [], []
+    for _, operator in _operators(join, lambda kind: False):
+        found = joined if operator is join else metrics(operator)
+        if "spillSize" in found:
+            spill.append(found["spillSize"]["value"] or 0)
+    for stage_kind, operator in _operators(join, _in_stage):
+        if stage_kind in STAGE_OPERATORS:
+            found = metrics(operator)
+            reading.time(stage_kind, found)
+            peak.append(reading.value("peak_memory", stage_kind, found, "peakMemory"))
+    if kind == "ShuffledHashJoin":
+        peak.append(reading.value("peak_memory", kind, joined, "buildDataSize"))
+    out["spill_bytes"] = sum(spill)
+    out["peak_memory"] = _sum(peak)
+    out["output_rows"] = reading.value("output_rows", kind, joined, "numOutputRows")
+    out["not_reported"] = reading.not_reported
+    out["timings"] = reading.timings
+    return out
