@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 SCENARIO_WORKERS := -n auto
 export PYTEST_XDIST_AUTO_NUM_WORKERS = $(WORKERS)
 
-.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes bench-partitions matrix merge accept diff flakes cluster-test connect-test test-browser clean
+.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes bench-partitions bench-cost matrix merge accept diff flakes cluster-test connect-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -57,6 +57,10 @@ bench-partitions: env
 
 bench-flakes: env
 	$(PY) bench/bench_flakes.py $(PATHS)
+
+## what recording a join's cost adds to a run of the suite (PATHS=), both orders
+bench-cost: env
+	$(PY) bench/bench_cost.py $(PATHS)
 
 ## wall time of the whole matrix, per version and in total (VERSIONS= as for matrix;
 ## BASELINE=DIR compares every version's results with an earlier run's report folder)

@@ -58,8 +58,8 @@ def fingerprint(record: dict, fields: set | None = None, varies: dict | None = N
     observed = record.get("observed") or {}
     skip, skip_in_runs = _declared(varies or {})
     if record.get("kind") == "agreement":
-        runs = [{k: run.get(k) for k in ("forced", "strategy", "build_side", "rows", "checksum")
-                 if k not in skip_in_runs} | {"error": bool(run.get("error"))}
+        runs = [{**{k: run.get(k) for k in ("forced", "strategy", "build_side", "rows", "checksum")
+                    if k not in skip_in_runs}, "error": bool(run.get("error"))}
                 for run in observed.get("agreement", [])]
         found = {"status": record["status"], "runs": runs, "strategies": observed.get("strategies")}
         return {k: v for k, v in found.items() if k not in skip}

@@ -209,7 +209,9 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
             observed.final = _plan_view(plans, final_plan, case, table_names)
             if observed.adaptive:
                 observed.final.runtime = plans.runtime_sides(final_plan)
+            cost_started = time.perf_counter()
             observed.cost = plans.cost(final_plan)
+            timings["cost_s"] = time.perf_counter() - cost_started
         else:  # the server sent no plan metrics with the result
             observed.unavailable = sorted({*(observed.unavailable or []), "final"})
         if collect_rows:
@@ -414,9 +416,9 @@ def _identity(case: Case, session: Session) -> Identity:
 
 def _unchecked_words(unchecked: list[str], version: str) -> list[str]:
     """What could not be checked, by why: the deployment could not see it, this Spark
-    version does not report it (a stream step's figure), or AQE decides it at run time
+    version does not report it (a stream step's figure, a cost metric), or AQE decides it at run time
     and the case was only planned."""
-    unreported = [item for item in unchecked if item.startswith("batch ")]
+    unreported = [item for item in unchecked if item.startswith(("batch ", "cost "))]
     pending = [item for item in unchecked if item.endswith(expect.AQE_DECIDES)]
     unseen = [item for item in unchecked if item not in unreported and item not in pending]
     return ([f"{NOT_CHECKABLE}: {', '.join(unseen)}"] if unseen else []) + \

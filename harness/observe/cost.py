@@ -24,6 +24,10 @@ SHUFFLE = "Exchange"                      # ShuffleExchangeExec's node name
 BROADCAST = "BroadcastExchange"
 SHUFFLE_READS = ("AQEShuffleRead", "CustomShuffleReader")   # 3.2+, 3.0-3.1
 STAGE_OPERATORS = ("Sort", "HashAggregate", "ObjectHashAggregate", "SortAggregate")
+# Operators that spill when memory runs short (a sort-merge join: the rows of one key it
+# buffers), each reporting its spill as `spillSize` where the version has the metric
+# (the sort-merge join's arrived in 3.3).
+SPILLING = ("Sort", "HashAggregate", "SortMergeJoin")
 SIDES = ("left", "right")
 # Timings per operator kind: (metric, field, unit divisor to seconds).
 TIMINGS = {BROADCAST: [("buildTime", "broadcast_build_s", 1e3), ("broadcastTime", "broadcast_send_s", 1e3),
@@ -36,7 +40,10 @@ TIMINGS = {BROADCAST: [("buildTime", "broadcast_build_s", 1e3), ("broadcastTime"
 def metrics(node) -> dict[str, dict]:
     """{key: {"id": accumulator id, "name": UI name, "value": int}} of one operator; a
     value below 0 (a size or time no task set, 3.5+) is None."""
-    text = str(node.metrics().toString())
+    try:
+        text = str(node.metrics().toString())
+    except Exception:  # an operator without metrics: each figure it would give is not reported
+        return {}
     return {key: {"id": int(ident), "name": name, "value": int(value) if int(value) >= 0 else None}
             for key, ident, name, value in METRIC.findall(text)}
 
@@ -134,9 +141,14 @@ def _side(node, reading: _Reading, side: str) -> dict:
     if read is not None:  # AQE's read of the shuffle: what the join's tasks read
         kind, found = read
         out["partitions"] = reading.value(f"{side}.partitions", kind, found, "numPartitions")
-        out["coalesced_partitions"] = reading.value(f"{side}.coalesced_partitions", kind, found,
-                                                    "numCoalescedPartitions")
-        out["skew_splits"] = reading.value(f"{side}.skew_splits", kind, found, "numSkewedSplits")
+        if "numPartitions" in found:
+            # a read that reports metrics declares these only when it coalesced or split
+            out["coalesced_partitions"] = (found.get("numCoalescedPartitions") or {"value": 0})["value"]
+            out["skew_splits"] = (found.get("numSkewedSplits") or {"value": 0})["value"]
+        else:  # 3.0's read reports no metrics at all
+            out["coalesced_partitions"] = reading.value(f"{side}.coalesced_partitions", kind, found,
+                                                        "numCoalescedPartitions")
+            out["skew_splits"] = reading.value(f"{side}.skew_splits", kind, found, "numSkewedSplits")
     elif shuffled is not None:
         out["partitions"] = reading.value(f"{side}.partitions", SHUFFLE, shuffled, "numPartitions")
     else:
@@ -159,10 +171,12 @@ def of(plan) -> dict | None:
     joined = metrics(join)
     reading.time(kind, joined)
     spill, peak = [], []
-    for _, operator in _operators(join, lambda kind: False):
+    for below_kind, operator in _operators(join, lambda kind: False):
         found = joined if operator is join else metrics(operator)
         if "spillSize" in found:
             spill.append(found["spillSize"]["value"] or 0)
+        elif below_kind in SPILLING:  # it may have spilled, and this version does not say
+            spill.append(reading.value("spill_bytes", below_kind, found, "spillSize"))
     for stage_kind, operator in _operators(join, _in_stage):
         if stage_kind in STAGE_OPERATORS:
             found = metrics(operator)
@@ -170,7 +184,7 @@ def of(plan) -> dict | None:
             peak.append(reading.value("peak_memory", stage_kind, found, "peakMemory"))
     if kind == "ShuffledHashJoin":
         peak.append(reading.value("peak_memory", kind, joined, "buildDataSize"))
-    out["spill_bytes"] = sum(spill)
+    out["spill_bytes"] = _sum(spill)
     out["peak_memory"] = _sum(peak)
     out["output_rows"] = reading.value("output_rows", kind, joined, "numOutputRows")
     out["not_reported"] = reading.not_reported

@@ -319,7 +319,7 @@ def cost_words(observed: dict) -> list[str]:
     lines.append(f"join: {_count(cost['output_rows'])} rows out, spill {_size(cost['spill_bytes'])}, "
                  f"peak memory {_size(cost['peak_memory'])} (summed over its stage's tasks)")
     if cost.get("not_reported"):
-        lines.append("not reported by this Spark version: " + "; ".join(
+        lines.append("not reported: " + "; ".join(
             f"{field} ({why})" for field, why in sorted(cost["not_reported"].items())))
     if cost.get("timings"):
         lines.append("timings (shown, never compared): " + ", ".join(
