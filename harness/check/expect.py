@@ -276,7 +276,7 @@ def _cost_unreported(expected: dict, observed: Observation) -> list[str]:
             keys = [field] if side is None else [f"{s}.{field}" for s in (("left", "right") if side == "both"
                                                                           else (side,))]
             why = "; ".join(dict.fromkeys(observed.cost["not_reported"][k] for k in keys
-                                          if k in observed.cost["not_reported"])) or "not reported"
+                                          if k in observed.cost["not_reported"])) or "no shuffle feeds that side"
             out.append(f"cost {words} ({why})")
     return out
 

@@ -119,8 +119,7 @@ def _side(node, reading: _Reading, side: str) -> dict:
     out = {"shuffle_bytes": 0, "shuffle_records": 0, "broadcast_bytes": 0, "partitions": None,
            "coalesced_partitions": 0, "skew_splits": 0}
     if _kind(node) in JOIN_OPERATORS:
-        reading.not_reported[f"{side}.partitions"] = "the side is another join's output, in the same stage"
-        return out
+        return out  # another join's output, in the same stage: nothing read from a shuffle
     shuffled, read = None, None
     for kind, operator in _operators(node, _feeds):
         if kind in JOIN_OPERATORS:
@@ -151,9 +150,7 @@ def _side(node, reading: _Reading, side: str) -> dict:
             out["skew_splits"] = reading.value(f"{side}.skew_splits", kind, found, "numSkewedSplits")
     elif shuffled is not None:
         out["partitions"] = reading.value(f"{side}.partitions", SHUFFLE, shuffled, "numPartitions")
-    else:
-        reading.not_reported[f"{side}.partitions"] = "no shuffle feeds this side"
-    return out
+    return out  # partitions None: no shuffle feeds this side
 
 
 def _add(total: int | None, value: int | None) -> int | None:

@@ -65,7 +65,8 @@ def expectation_words(expected: dict | None) -> str:
 
 
 def _cost_bound_words(cost: dict) -> list[str]:
-    """`shuffle bytes left ≤ 2.0 MiB`, one per bound (as harness.scenario.checks reads them)."""
+    """`cost: shuffle bytes left ≤ 2.0 MiB, spill bytes = 0.0 B` (bounds as
+    harness.scenario.checks reads them)."""
     def shown(field, n):
         from harness.observe.printed_plans import bytes_text
         return bytes_text(n) if field in COST_SIZES else f"{n:,}"
@@ -77,13 +78,13 @@ def _cost_bound_words(cost: dict) -> list[str]:
                                         f"≤ {shown(field, bound['max'])}" if "max" in bound else "") if x)
     words = []
     for field, bounds in cost.items():
-        name = "cost: " + field.replace("_", " ")
+        name = field.replace("_", " ")
         if "min" in bounds or "max" in bounds:
             words.append(f"{name} {limits(field, bounds)}")
         else:
             words += [f"{name}{'' if side == 'both' else ' ' + side} {limits(field, bound)}"
                       for side, bound in bounds.items()]
-    return words
+    return ["cost: " + ", ".join(words)] if words else []
 
 
 def _warning_words(spec) -> list[str]:

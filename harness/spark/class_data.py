@@ -19,6 +19,7 @@ class path's jars by size and time) and the session runs as without.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -38,11 +39,32 @@ def archive_path(folder: Path, java: Path) -> Path:
     """The archive of this Java and this PySpark's jars: keyed by both, so an upgrade of
     either gets a new one."""
     import pyspark
-    jars = Path(pyspark.__file__).parent / "jars"
+    jars = Path(_jars_folder())
     listing = sorted((p.name, p.stat().st_size) for p in jars.glob("*.jar")) if jars.is_dir() else []
     stat = java.stat()
     key = hashlib.sha256(repr((str(java), stat.st_size, int(stat.st_mtime), str(jars), listing)).encode()).hexdigest()
     return folder / f"spark-{pyspark.__version__}-{key[:16]}.jsa"
+
+
+def _jars_folder() -> str:
+    import pyspark
+    return str(Path(pyspark.__file__).parent / "jars")
+
+
+def prune(folder: Path) -> list[Path]:
+    """Drop the archives whose Java or PySpark is gone (a removed virtual environment or
+    clone: each made its own, ~200 MB); those without a record of their makers are kept."""
+    dropped = []
+    for record in folder.glob("*.json"):
+        try:
+            made_from = json.loads(record.read_text())
+        except (OSError, ValueError):
+            continue
+        if not (Path(made_from.get("java", "")).exists() and Path(made_from.get("jars", "")).is_dir()):
+            for stale in (record.with_suffix(".jsa"), record):
+                stale.unlink(missing_ok=True)
+            dropped.append(record.with_suffix(".jsa"))
+    return dropped
 
 
 def driver_flags(folder: str | None) -> str:
@@ -66,6 +88,7 @@ def _start_build(archive: Path) -> None:
         return
     if not _claim(archive.with_suffix(".lock")):
         return
+    prune(archive.parent)
     source = str(Path(__file__).resolve().parents[2])  # this harness, however it was found
     env = dict(os.environ, HARNESS_CLASS_DATA="off",
                PYTHONPATH=os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")])))
@@ -143,6 +166,8 @@ def build(archive: Path) -> None:
             raise RuntimeError(f"application class-data sharing needs Java {MIN_JAVA}+ ({java})")
         class_path = list_classes(scratch / "classes.lst")
         dump(java, scratch / "classes.lst", class_path, scratch / "archive.jsa")
+        # what the archive was made from, so that a later build can drop it once that is gone
+        archive.with_suffix(".json").write_text(json.dumps({"java": str(java), "jars": _jars_folder()}))
         os.replace(scratch / "archive.jsa", archive)
     except Exception as error:
         output = getattr(error, "stderr", None) or getattr(error, "stdout", None) or b""

@@ -83,7 +83,7 @@ def test_a_broadcast_hash_join_moves_only_its_build_side(session, confs):
     assert found["right"]["broadcast_bytes"] > 0 and found["right"]["shuffle_bytes"] == 0
     assert found["left"] == {"shuffle_bytes": 0, "shuffle_records": 0, "broadcast_bytes": 0, "partitions": None,
                              "coalesced_partitions": 0, "skew_splits": 0}
-    assert found["not_reported"]["left.partitions"] == "no shuffle feeds this side"
+    assert "left.partitions" not in found["not_reported"]   # nothing to report: no shuffle feeds it
     assert found["peak_memory"] == 0 and found["spill_bytes"] == 0
 
 

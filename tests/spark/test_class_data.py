@@ -82,3 +82,17 @@ def test_the_archive_does_not_change_the_store_key(tmp_path):
     mapped = f"{flags} -XX:SharedArchiveFile={tmp_path}/spark-4.3.0-0123.jsa -Xlog:cds=off -Xshare:auto"
     assert Environment.of(RunOptions(driver_jvm_flags=mapped)) == Environment.of(RunOptions(driver_jvm_flags=flags))
     assert Environment.of(RunOptions(class_data=str(tmp_path))) == Environment.of(RunOptions())
+
+
+def test_archives_whose_java_or_pyspark_is_gone_are_dropped_when_another_is_built(tmp_path, spawned):
+    import json
+    kept, gone, unrecorded = tmp_path / "spark-4.3.0-a.jsa", tmp_path / "spark-4.3.0-b.jsa", tmp_path / "c.jsa"
+    for archive in (kept, gone, unrecorded):
+        archive.write_bytes(b"archive")
+    kept.with_suffix(".json").write_text(json.dumps({"java": str(java_executable()),
+                                                     "jars": class_data._jars_folder()}))
+    gone.with_suffix(".json").write_text(json.dumps({"java": str(java_executable()),
+                                                     "jars": str(tmp_path / "removed-venv" / "jars")}))
+    class_data.driver_flags(str(tmp_path))   # no archive for this Java and PySpark: a build starts
+    assert len(spawned) == 1
+    assert kept.exists() and unrecorded.exists() and not gone.exists() and not gone.with_suffix(".json").exists()
