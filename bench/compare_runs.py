@@ -38,7 +38,7 @@ def _node_fields(record: dict) -> set:
 # What each `varies` entry covers in a fingerprint (harness.report.flakes.DECLARABLE's
 # places, in this file's terms): the fields, and for a cross-strategy check the keys of
 # each forced run.
-DECLARED = {"final_plan": ({"final", "strategies"}, {"strategy", "build_side"}),
+DECLARED = {"final_plan": ({"final", "strategies", "cost"}, {"strategy", "build_side"}),
             "checksum": ({"checksum"}, {"checksum"}), "rows": ({"rows"}, {"rows"}),
             "estimates": ({"estimates"}, set()), "warnings": ({"warnings"}, set())}
 
@@ -69,7 +69,7 @@ def fingerprint(record: dict, fields: set | None = None, varies: dict | None = N
              "final": _normalised(_joins(observed.get("final"), fields)),
              "estimates": _normalised(observed.get("estimates")), "warnings": observed.get("warnings"),
              "error": error.get("class"),
-             "cost": {k: v for k, v in (observed.get("cost") or {}).items() if k != "timings"} or None}
+             "cost": {k: v for k, v in (observed.get("cost") or {}).items() if k not in ("timings", "shown")} or None}
     return {k: v for k, v in found.items() if k not in skip}
 
 

@@ -296,10 +296,11 @@ def _count(n) -> str:
     return "not reported" if n is None else f"{n:,}"
 
 
-def _cost_side(side: dict) -> str:
+def _cost_side(side: dict, written: int | None) -> str:
     moved = []
     if side["shuffle_bytes"] != 0:
-        moved.append(f"shuffle wrote {_size(side['shuffle_bytes'])} ({_count(side['shuffle_records'])} records)")
+        moved.append(f"shuffled {_count(side['shuffle_records'])} rows of {_size(side['shuffle_bytes'])}"
+                     + (f" ({_size(written)} written, compressed)" if written is not None else ""))
     if side["broadcast_bytes"] != 0:
         moved.append(f"broadcast {_size(side['broadcast_bytes'])}")
     if side["partitions"] is not None:
@@ -316,7 +317,9 @@ def cost_words(observed: dict) -> list[str]:
     cost = observed.get("cost")
     if not cost:
         return []
-    lines = [f"{side}: {_cost_side(cost[side])}" for side in ("left", "right")]
+    written = cost.get("shown") or {}
+    lines = [f"{side}: {_cost_side(cost[side], written.get(f'{side}.shuffle_written_bytes'))}"
+             for side in ("left", "right")]
     lines.append(f"join: {_count(cost['output_rows'])} rows out, spill {_size(cost['spill_bytes'])}, "
                  f"peak memory {_size(cost['peak_memory'])} (summed over its stage's tasks)")
     if cost.get("not_reported"):

@@ -46,7 +46,8 @@ FIELDS = {
 }
 # What a record holds that is not what Spark showed: when and how long, not what.
 # (`shared`: whether a worker had run the same plan before: scheduling, not Spark.)
-NOT_COMPARED = {"timings", "run", "ran_at", "conf", "join_conf", "seconds", "shared"}
+NOT_COMPARED = {"timings", "run", "ran_at", "conf", "join_conf", "seconds", "shared",
+                "shown"}  # a join cost's figures that depend on row order (compressed bytes)
 MAX_PATHS = 8  # differing places listed per field
 
 
@@ -147,7 +148,7 @@ def flips(runs: dict[str, dict[int, dict]]) -> list[dict]:
 
 # A `varies` entry → the places of a record it covers (`field.path`, as flips name them).
 DECLARABLE = {
-    "final_plan": r"final(\W.*)?|agreement\[\d+\]\.(strategy|build_side)|strategies(\W.*)?",
+    "final_plan": r"final(\W.*)?|agreement\[\d+\]\.(strategy|build_side)|strategies(\W.*)?|cost(\W.*)?",
     "plan_text": r"(initial|final)\.text",
     "checksum": r"checksum|result_rows(\W.*)?|agreement\[\d+\]\.checksum",
     "rows": r"rows|result_rows(\W.*)?|agreement\[\d+\]\.rows",
