@@ -75,10 +75,13 @@ def driver_flags(folder: str | None) -> str:
     java = java_executable()
     if java is None:
         return ""
-    archive = archive_path(Path(folder), java)
-    if archive.exists():
-        return f"-XX:SharedArchiveFile={archive} -Xlog:cds=off"
-    _start_build(archive)
+    try:
+        archive = archive_path(Path(folder), java)
+        if archive.exists():
+            return f"-XX:SharedArchiveFile={archive} -Xlog:cds=off"
+        _start_build(archive)
+    except OSError:  # a folder that cannot be written (or read): the session runs without
+        pass
     return ""
 
 

@@ -96,3 +96,9 @@ def test_archives_whose_java_or_pyspark_is_gone_are_dropped_when_another_is_buil
     class_data.driver_flags(str(tmp_path))   # no archive for this Java and PySpark: a build starts
     assert len(spawned) == 1
     assert kept.exists() and unrecorded.exists() and not gone.exists() and not gone.with_suffix(".json").exists()
+
+
+def test_a_folder_that_cannot_be_written_never_stops_a_session(tmp_path, spawned):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    assert class_data.driver_flags(str(blocked / "class-data")) == "" and spawned == []
