@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from harness.core.vocab import JOIN_OPERATORS
-from harness.observe.jvm_plans import _children, _kind
+from harness.observe.jvm_plans import _children, _first, _kind
 
 # One operator's metrics as Scala prints its map (one Py4J call per operator):
 # `Map(dataSize -> SQLMetric(id: 12, name: Some(data size), value: 4096), ...)`.
@@ -73,17 +73,6 @@ def _operators(root, stop) -> list[tuple[str, object]]:
 def _in_stage(kind: str) -> bool:
     """Where the join's own stage ends below it: an exchange, or another join."""
     return kind in (SHUFFLE, BROADCAST) or kind in JOIN_OPERATORS
-
-
-def top_join_node(plan):
-    stack = [plan]
-    while stack:
-        node = stack.pop()
-        kind = _kind(node)
-        if kind in JOIN_OPERATORS:
-            return node, kind
-        stack.extend(reversed(_children(node, kind)))
-    return None, None
 
 
 def _sum(values: list) -> int | None:
@@ -167,9 +156,10 @@ def _add(total: int | None, value: int | None) -> int | None:
 
 def of(plan) -> dict | None:
     """The cost of the plan's top join (None: the plan has no join)."""
-    join, kind = top_join_node(plan)
+    join = _first(plan, lambda kind: kind in JOIN_OPERATORS)  # the top join, as jvm_plans reads it
     if join is None:
         return None
+    kind = _kind(join)
     reading = _Reading()
     children = _children(join, kind)
     out: dict = {side: _side(child, reading, side) for side, child in zip(SIDES, children)}
