@@ -269,14 +269,19 @@ def _cost_unreported(expected: dict, observed: Observation) -> list[str]:
     if not observed.executed or observed.error:
         return []
     if observed.cost is None:
-        return ["cost"] if "cost" in (observed.unavailable or []) else []
+        gone = set(observed.unavailable or [])
+        if "cost" in gone:
+            return ["cost"]
+        # a Spark Connect result sent without plan metrics: no final plan to measure
+        return ["cost (no plan metrics came with the result)"] if "final" in gone else []
     out = []
     for field, side, _, value, words in _cost_values(expected, observed.cost):
         if value is None:
             keys = [field] if side is None else [f"{s}.{field}" for s in (("left", "right") if side == "both"
                                                                           else (side,))]
             why = "; ".join(dict.fromkeys(observed.cost["not_reported"][k] for k in keys
-                                          if k in observed.cost["not_reported"])) or "no shuffle feeds that side"
+                                          if k in observed.cost["not_reported"])) or (
+                "no shuffle feeds that side" if side else "not in this record")
             out.append(f"cost {words} ({why})")
     return out
 

@@ -201,6 +201,8 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
         ran, shared = _execute(session, frame, plan, shareable=not collect_rows)
         if shared:
             timings["shared_execution"] = 1.0
+        else:
+            timings["cost_s"] = ran.cost_s
         scope.check_timeout()
         observed.executed, observed.rows, observed.checksum = True, ran.rows, ran.checksum
         final_plan = ran.plan
@@ -209,9 +211,7 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
             observed.final = _plan_view(plans, final_plan, case, table_names)
             if observed.adaptive:
                 observed.final.runtime = plans.runtime_sides(final_plan)
-            cost_started = time.perf_counter()
-            observed.cost = plans.cost(final_plan)
-            timings["cost_s"] = time.perf_counter() - cost_started
+            observed.cost = ran.cost
         else:  # the server sent no plan metrics with the result
             observed.unavailable = sorted({*(observed.unavailable or []), "final"})
         if collect_rows:
@@ -267,11 +267,15 @@ def _execute(session: Session, frame, plan, shareable: bool) -> tuple[executions
     if earlier is not None:
         return earlier, True
     try:
-        row = frame.collect()[0]
+        row, ran_stages = session.run_action(lambda: frame.collect()[0])
     except Exception as exc:
         exc.harness_phase = "execution"  # Spark accepted and planned the query; running it failed
         raise
     ran = executions.Executed(int(row["rows"]), checksum_text(row["hash_sum"]), plans.ran_plan(frame), key_plan=plan)
+    if ran.plan is not None:  # read now: the stages are known only right after the run
+        started = time.perf_counter()
+        ran.cost = plans.cost(ran.plan, ran_stages)
+        ran.cost_s = time.perf_counter() - started
     if memo_key is not None:
         executions.remember(memo_key, ran)
     return ran, False

@@ -26,6 +26,7 @@ from pathlib import Path
 from harness.core.options import RunOptions
 from harness.core.records import NOT_RUN
 from harness.spark.errors import describe_error
+from harness.spark.stages import RunStages
 from harness.spark.session import (
     NO_SESSION,
     SESSION_KINDS,
@@ -42,9 +43,10 @@ NOT_OBSERVABLE = {
     "operators": "operator counts are read from the JVM's plan classes; Connect prints other names",
     "key_grouped": "whether Spark used a V2 scan's partitioning is read from the JVM's plan "
                    "(KeyGroupedPartitioning); the printed plan does not say it",
-    "cost": "a join's cost is read from the SQL metrics of the JVM's plan operators; the harness does "
-            "not read it from the plan metrics Connect sends",
 }
+# A join's cost is read from the plan metrics the server sends with the result; what its
+# stage's tasks read is not among them.
+NO_STAGES = "Spark Connect sends no stage or task figures with a result"
 # Also per node: a final plan's shuffled hash join has build side `unavailable` (not in
 # the plan metrics); a result sent without plan metrics has no final plan (`final`).
 CANNOT_RUN = {
@@ -124,6 +126,9 @@ class ConnectSession(Session):
             self.spark.interruptAll()
         except Exception:
             pass
+
+    def run_action(self, action):
+        return action(), RunStages.unknown(NO_STAGES)
 
     def alive(self) -> bool:
         try:

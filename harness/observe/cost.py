@@ -4,7 +4,8 @@ it, read from the operators of the plan that ran (for AQE its final plan) throug
 Per side of the top join: the shuffle that fed it (the size of the rows it moved, and
 their number), the
 broadcast (the relation's data size) and the partitions the join read (after AQE's
-coalescing). For the join: the spill of every sort, aggregate and join below and at it,
+coalescing). For the join's stage (the Stages tab): its tasks and the most rows one of
+them read, from files and shuffles (a skewed key shows here). For the join: the spill of every sort, aggregate and join below and at it,
 the peak memory of the operators of the join's own stage (its sorts and aggregates, a
 shuffled hash join's build), AQE's coalesced partitions and skew splits. These are
 deterministic for a given plan and data. Timings (build, broadcast, sort, shuffle write)
@@ -15,9 +16,11 @@ None and named in `not_reported`, never 0.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Callable
 
 from harness.core.vocab import JOIN_OPERATORS
-from harness.observe.jvm_plans import _children, _first, _kind
+from harness.observe.jvm_plans import _children, _kind
 
 # One operator's metrics as Scala prints its map (one Py4J call per operator):
 # `Map(dataSize -> SQLMetric(id: 12, name: Some(data size), value: 4096), ...)`.
@@ -50,24 +53,59 @@ def metrics(node) -> dict[str, dict]:
             for key, ident, name, value in METRIC.findall(text)}
 
 
+@dataclass(frozen=True)
+class Walk:
+    """How one kind of plan is read: an operator's name (`SortMergeJoin`), its inputs in
+    plan order (query stages and reuses looked into), its metrics as `metrics` gives them,
+    and the id of the RDD its shuffle's map side ran (None: not readable)."""
+    kind: Callable
+    children: Callable
+    metrics: Callable
+    map_rdd: Callable
+
+
+def _map_rdd(exchange) -> int | None:
+    try:
+        return int(exchange.shuffleDependency().rdd().id())
+    except Exception:  # a shuffle that never ran
+        return None
+
+
+JVM = Walk(_kind, _children, metrics, _map_rdd)
 WRAPPERS = ("ReusedExchange", "AdaptiveSparkPlan")
 
 
-def _operators(root, stop) -> list[tuple[str, object]]:
+def _operators(root, stop, walk: Walk) -> list[tuple[str, object]]:
     """(kind, operator) below `root` in pre-order, root included, query-stage and reuse
     wrappers looked through; an operator for which `stop(kind)` holds is listed but not
     descended into (the root always is)."""
     found, stack = [], [root]
     while stack:
         node = stack.pop()
-        kind = _kind(node)
+        kind = walk.kind(node)
         if kind.endswith("QueryStage") or kind in WRAPPERS:
-            stack.extend(reversed(_children(node, kind)))
-            continue
+            below = walk.children(node, kind)
+            if below:  # Connect's metrics give a reused exchange no input: listed, as a leaf
+                stack.extend(reversed(below))
+                continue
         found.append((kind, node))
         if node is root or not stop(kind):
-            stack.extend(reversed(_children(node, kind)))
+            stack.extend(reversed(walk.children(node, kind)))
     return found
+
+
+def _top_join(plan, walk: Walk) -> tuple[object, object]:
+    """(the plan's top join, the shuffle nearest above it, or None): the first join in
+    pre-order, as every reader of the plan finds it."""
+    stack = [(plan, None)]
+    while stack:
+        node, above = stack.pop()
+        kind = walk.kind(node)
+        if kind in JOIN_OPERATORS:
+            return node, above
+        above = node if kind == SHUFFLE else above
+        stack.extend((child, above) for child in reversed(walk.children(node, kind)))
+    return None, None
 
 
 def _in_stage(kind: str) -> bool:
@@ -105,18 +143,23 @@ def _feeds(kind: str) -> bool:
     return kind == SHUFFLE or kind in JOIN_OPERATORS
 
 
-def _side(node, reading: _Reading, side: str) -> dict:
+def _side(node, reading: _Reading, side: str, walk: Walk) -> dict:
     """What fed one side of the join: its shuffle or broadcast, and the partitions the
     join's tasks read (after AQE's coalescing and skew splits)."""
     out = {"shuffle_bytes": 0, "shuffle_records": 0, "broadcast_bytes": 0, "partitions": None,
            "coalesced_partitions": 0, "skew_splits": 0}
-    if _kind(node) in JOIN_OPERATORS:
+    if walk.kind(node) in JOIN_OPERATORS:
         return out  # another join's output, in the same stage: nothing read from a shuffle
     shuffled, read = None, None
-    for kind, operator in _operators(node, _feeds):
+    for kind, operator in _operators(node, _feeds, walk):
         if kind in JOIN_OPERATORS:
             continue  # a join below this side: its own inputs are its cost
-        found = metrics(operator)
+        if kind == "ReusedExchange":  # reached only where the walk cannot look into it
+            for field in ("shuffle_bytes", "shuffle_records", "broadcast_bytes", "partitions"):
+                reading.not_reported[f"{side}.{field}"] = "the exchange this side reuses sends no metrics of its own"
+            out.update(shuffle_bytes=None, shuffle_records=None, broadcast_bytes=None)
+            return out
+        found = walk.metrics(operator)
         reading.time(kind, found)
         if kind == SHUFFLE:
             # the rows' own size ("data size"): the compressed bytes written depend on the
@@ -154,27 +197,28 @@ def _add(total: int | None, value: int | None) -> int | None:
     return None if total is None or value is None else total + value
 
 
-def of(plan) -> dict | None:
-    """The cost of the plan's top join (None: the plan has no join)."""
-    join = _first(plan, lambda kind: kind in JOIN_OPERATORS)  # the top join, as jvm_plans reads it
+def of(plan, stages=None, walk: Walk = JVM) -> dict | None:
+    """The cost of the plan's top join (None: the plan has no join). `stages`: the
+    stages of the run (harness.spark.stages.RunStages), for the join stage's tasks."""
+    join, above = _top_join(plan, walk)
     if join is None:
         return None
-    kind = _kind(join)
+    kind = walk.kind(join)
     reading = _Reading()
-    children = _children(join, kind)
-    out: dict = {side: _side(child, reading, side) for side, child in zip(SIDES, children)}
-    joined = metrics(join)
+    children = walk.children(join, kind)
+    out: dict = {side: _side(child, reading, side, walk) for side, child in zip(SIDES, children)}
+    joined = walk.metrics(join)
     reading.time(kind, joined)
     spill, peak = [], []
-    for below_kind, operator in _operators(join, lambda kind: False):
-        found = joined if operator is join else metrics(operator)
+    for below_kind, operator in _operators(join, lambda kind: False, walk):
+        found = joined if operator is join else walk.metrics(operator)
         if "spillSize" in found:
             spill.append(found["spillSize"]["value"] or 0)
         elif below_kind in SPILLING:  # it may have spilled, and this version does not say
             spill.append(reading.value("spill_bytes", below_kind, found, "spillSize"))
-    for stage_kind, operator in _operators(join, _in_stage):
+    for stage_kind, operator in _operators(join, _in_stage, walk):
         if stage_kind in STAGE_OPERATORS:
-            found = metrics(operator)
+            found = walk.metrics(operator)
             reading.time(stage_kind, found)
             peak.append(reading.value("peak_memory", stage_kind, found, "peakMemory"))
     if kind == "ShuffledHashJoin":
@@ -182,7 +226,21 @@ def of(plan) -> dict | None:
     out["spill_bytes"] = _sum(spill)
     out["peak_memory"] = _sum(peak)
     out["output_rows"] = reading.value("output_rows", kind, joined, "numOutputRows")
+    out.update(_stage(stages, walk.map_rdd(above) if above is not None else None, reading))
     out["not_reported"] = reading.not_reported
     out["timings"] = reading.timings
     out["shown"] = reading.shown
     return out
+
+
+def _stage(stages, rdd_id: int | None, reading: _Reading) -> dict:
+    """The tasks of the join's stage: the map side of the shuffle above the join, else
+    the run's result stage."""
+    found = stages.tasks_of(rdd_id) if stages is not None else "the stages of the run were not read"
+    if isinstance(found, str):
+        for field in ("tasks", "max_task_rows"):
+            reading.not_reported[field] = found
+        return {"tasks": None, "max_task_rows": None}
+    if found.max_task_rows is None:
+        reading.not_reported["max_task_rows"] = f"stage {found.stage} kept no summary of its tasks"
+    return {"tasks": found.tasks, "max_task_rows": found.max_task_rows}

@@ -321,7 +321,8 @@ def cost_words(observed: dict) -> list[str]:
     lines = [f"{side}: {_cost_side(cost[side], written.get(f'{side}.shuffle_written_bytes'))}"
              for side in ("left", "right")]
     lines.append(f"join: {_count(cost['output_rows'])} rows out, spill {_size(cost['spill_bytes'])}, "
-                 f"peak memory {_size(cost['peak_memory'])} (summed over its stage's tasks)")
+                 f"peak memory {_size(cost['peak_memory'])} (summed over its stage's tasks); "
+                 f"{_count(cost.get('tasks'))} tasks, the largest read {_count(cost.get('max_task_rows'))} rows")
     if cost.get("not_reported"):
         lines.append("not reported: " + "; ".join(
             f"{field} ({why})" for field, why in sorted(cost["not_reported"].items())))

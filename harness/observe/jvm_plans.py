@@ -211,10 +211,10 @@ def runtime_sides(final_plan) -> dict | None:
     return {"left": sides[0], "right": sides[1]}
 
 
-def cost(final_plan) -> dict | None:
+def cost(final_plan, stages=None) -> dict | None:
     """What the top join of the plan that ran cost (harness.observe.cost)."""
     from harness.observe import cost as costs  # it reads plans with this module's walk
-    return costs.of(final_plan)
+    return costs.of(final_plan, stages)
 
 
 def _first(node, wanted):

@@ -269,9 +269,21 @@ def runtime_sides(plan: PrintedPlan) -> None:
     return None
 
 
-def cost(plan: PrintedPlan) -> None:
-    """Not read from a Spark Connect server's plan metrics yet."""
-    return None
+def _metrics(node: dict) -> dict:
+    """An operator's plan metrics as harness.observe.cost.metrics gives a JVM operator's."""
+    return {key: {"id": None, "name": key, "value": value if value >= 0 else None}
+            for key, value in node.get("metrics", {}).items()}
+
+
+def cost(plan: PrintedPlan, stages=None) -> dict | None:
+    """What the top join cost, from the plan metrics the server sent with the result
+    (None: there were none, or the plan has no join)."""
+    from harness.observe import cost as costs
+    if not plan.final:
+        return None
+    walk = costs.Walk(kind=_operator, children=lambda node, kind: node["children"],
+                      metrics=_metrics, map_rdd=lambda exchange: None)
+    return costs.of(plan.root, stages, walk)
 
 
 def final_plan_reached(plan: PrintedPlan) -> bool:
@@ -364,20 +376,22 @@ def final_plan(dataframe) -> PrintedPlan | None:
     metrics = getattr(getattr(info, "metrics", None), "_metrics", None)
     if not metrics:
         return None
-    return plan_from_metrics([(m.name, m.plan_id, m.parent_plan_id) for m in metrics])
+    return plan_from_metrics([(m.name, m.plan_id, m.parent_plan_id, {v.name: int(v.value) for v in m.metrics})
+                              for m in metrics])
 
 
-def plan_from_metrics(entries: list[tuple[str, int, int]]) -> PrintedPlan | None:
-    """(operator name, plan id, parent plan id) in the order the server sent them: the
-    tree (children in that order, left input first) with join nodes and their build
-    sides, and its text drawn as Spark prints an adaptive plan's final plan."""
-    ids = [plan_id for _, plan_id, _ in entries]
-    nodes = [{"name": name.strip(), "text": name.strip(), "children": []} for name, _, _ in entries]
+def plan_from_metrics(entries: list[tuple]) -> PrintedPlan | None:
+    """(operator name, plan id, parent plan id[, {metric: value}]) in the order the server
+    sent them: the tree (children in that order, left input first) with join nodes and
+    their build sides, and its text drawn as Spark prints an adaptive plan's final plan."""
+    ids = [entry[1] for entry in entries]
+    nodes = [{"name": entry[0].strip(), "text": entry[0].strip(), "children": [],
+              "metrics": entry[3] if len(entry) > 3 else {}} for entry in entries]
     by_id = {}
     for node, plan_id in zip(nodes, ids):
         by_id.setdefault(plan_id, node)
     roots = []
-    for node, (_, plan_id, parent) in zip(nodes, entries):
+    for node, (_, plan_id, parent, *_rest) in zip(nodes, entries):
         if parent == plan_id or parent not in by_id:
             roots.append(node)
         else:

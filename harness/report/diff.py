@@ -97,7 +97,8 @@ class CostThreshold(NamedTuple):
 # The deterministic figures of a join's cost (harness.observe.cost), in the diff's words.
 COST_FIGURES = [(f"{side}.{field}", f"{field.replace('_', ' ')} {side}") for field in COST_SIDE_FIELDS
                 for side in ("left", "right")] + [(field, field.replace("_", " "))
-                                                  for field in ("spill_bytes", "peak_memory", "output_rows")]
+                                                  for field in ("spill_bytes", "peak_memory", "output_rows",
+                                                                "tasks", "max_task_rows")]
 
 
 def _cost_figures(cost: dict | None) -> tuple | None:

@@ -40,6 +40,8 @@ class Executed:
     checksum: str
     plan: object  # the executed JVM plan (for AQE: its final plan)
     key_plan: object = None  # the plan it was looked up by, when not `plan` (Connect's printed one)
+    cost: dict | None = None  # what the top join of `plan` cost (harness.observe.cost)
+    cost_s: float = 0.0  # the time reading it took
 
 
 _MEMO: OrderedDict = OrderedDict()

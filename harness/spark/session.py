@@ -25,7 +25,7 @@ from harness.core.text import printable
 from harness.core.vocab import PLAN_TEXT_LIMIT
 from harness.scenario.confs import conf_text
 from harness.scenario.tables import uses_delta, uses_iceberg
-from harness.spark import class_data, conf_registry, delta, iceberg, jvm_packages
+from harness.spark import class_data, conf_registry, delta, iceberg, jvm_packages, stages
 
 HINT_LOGGERS = ("org.apache.spark.sql.catalyst.analysis.HintErrorLogger",
                 "org.apache.spark.sql.catalyst.analysis.ResolveHints")
@@ -260,6 +260,10 @@ class Session:
         if uses_delta(case.scenario.data) and delta.runtime_for(self.versions["spark"]) is None:
             return delta.not_available(self.versions["spark"])
         return None
+
+    def run_action(self, action):
+        """(what `action()` returned, the stages its jobs ran: harness.spark.stages)."""
+        return stages.run(self.spark, action)
 
     def alive(self) -> bool:
         """The JVM answers and the SparkContext runs (a case may have killed either)."""

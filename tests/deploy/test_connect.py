@@ -107,6 +107,26 @@ expect:
   strategy: StreamingSymmetricHashJoin
   warnings: []
 """
+COST = """\
+id: f_connect_cost
+description: a sort-merge join's cost, read from the plan metrics the server sent with the result
+tables:
+  fact: {rows: 5000, columns: {k: {key: {cardinality: 100}}}}
+  dim: {rows: 100, columns: {k: {sequence: {}}}}
+join: {left: fact, right: dim, on: [k]}
+spark_conf:
+  spark.sql.autoBroadcastJoinThreshold: -1
+  spark.sql.adaptive.autoBroadcastJoinThreshold: -1
+expect:
+  plan: final
+  strategy: SortMergeJoin
+  cost:
+    shuffle_records: {left: 5000, right: 100}
+    output_rows: 5000
+    spill_bytes: 0
+    tasks: {min: 1}
+"""
+
 
 @pytest.fixture(scope="module")
 def server():
@@ -128,7 +148,7 @@ def test_the_suite_through_spark_connect(server, tmp_path):
     folder = tmp_path / "scenarios"
     folder.mkdir()
     proc, results = _run(folder, {"a.yaml": SMALL, "b.yaml": REFUSED, "c.yaml": RUNAWAY, "d.yaml": AFTER,
-                                  "e.yaml": STREAM},
+                                  "e.yaml": STREAM, "f.yaml": COST},
                          server.url, tmp_path / "reports")
     out = proc.stdout + proc.stderr
     by_id = {r["case_id"]: r for r in results["cases"]}
@@ -158,6 +178,12 @@ def test_the_suite_through_spark_connect(server, tmp_path):
     assert stream["observed"]["initial"]["joins"][0]["strategy"] == "StreamingSymmetricHashJoin"
     assert stream["status"] == "passed" and "warnings" in stream["observed"]["unavailable"]
     assert results["summary"]["warnings_unobserved"] == 2
+
+    # a join's cost from the plan metrics sent with the result; its stage's tasks are not among them
+    cost = by_id["f_connect_cost"]
+    assert cost["observed"]["cost"]["left"]["shuffle_records"] == 5000, cost["observed"]["cost"]
+    assert cost["observed"]["cost"]["output_rows"] == 5000 and cost["observed"]["cost"]["tasks"] is None
+    assert "cost tasks (Spark Connect sends no stage or task figures with a result)" in cost["message"], cost
 
 
 def test_comparison_names_what_differs_and_leaves_out_what_connect_cannot_see():
