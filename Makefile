@@ -24,12 +24,13 @@ $(VENV)/.installed: pyproject.toml
 ## run every scenario on the installed PySpark; writes reports/<spark-version>/
 ## (MASTER=spark://host:7077 runs them on that cluster; CONF=spark-defaults-style file;
 ## what the result store .harness-cache/ holds is judged again, not run: FRESH=1 runs all;
-## STORE=DIR another store; SHARD=I/N one part of the suite)
+## STORE=DIR another store; SHARD=I/N one part of the suite; ENGINE=comet under a native
+## engine, into reports/comet/<spark-version>/)
 STORE_ARGS = $(if $(FRESH),--fresh) $(if $(STORE),--store $(STORE)) $(if $(SHARD),--shard $(SHARD))
 run: env
 	$(PYTEST) scenarios $(SCENARIO_WORKERS) -q $(if $(MASTER),--spark-master $(MASTER) --report-dir reports/cluster) \
 		$(if $(REMOTE),--spark-remote $(REMOTE) --report-dir reports/connect) \
-		$(if $(CONF),--spark-conf-file $(CONF)) $(STORE_ARGS) || [ $$? -eq 1 ]
+		$(if $(CONF),--spark-conf-file $(CONF)) $(if $(ENGINE),--engine $(ENGINE)) $(STORE_ARGS) || [ $$? -eq 1 ]
 
 ## the project's own tests, the documentation build, then the scenario suite (must all pass)
 test: env unit docs scenarios
@@ -71,7 +72,7 @@ bench-matrix: env
 ## JOBS=N runs N versions side by side (each with WORKERS workers); FRESH, STORE, SHARD as for run
 matrix: env
 	$(PY) -m harness matrix $(VERSIONS) --workers $(WORKERS) $(if $(JOBS),--jobs $(JOBS)) $(if $(OBSERVE),--observe) \
-		$(if $(MASTER),--spark-master $(MASTER)) $(STORE_ARGS)
+		$(if $(MASTER),--spark-master $(MASTER)) $(if $(ENGINE),--engine $(ENGINE)) $(STORE_ARGS)
 
 ## every selected item RUNS times (default 3), the store bypassed, beside STRESS busy processes:
 ## exit 1 when an observation or verdict differs between runs (PATHS= files or folders, K= -k)

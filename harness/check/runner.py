@@ -339,10 +339,12 @@ def capture(session: Session, case: Case, execute: bool, collect_rows: bool) -> 
     return observed, plan_objects
 
 
-def expectations(case: Case, spark: str, deployment: str, observe: bool) -> dict:
-    """The expectations in force for the case on this Spark version and deployment; a
-    survey (`--observe`) keeps only what says which plan to read."""
-    expected = expect.resolve(case, spark, deployment)
+def expectations(case: Case, who) -> dict:
+    """The expectations in force for the case on the session's (or a stored record's)
+    Spark version, deployment and engine; a survey (`--observe`) keeps only what says
+    which plan to read."""
+    expected = expect.resolve(case, who.versions["spark"], who.deployment, expect.engine_of(who.versions))
+    observe = who.options.observe
     return {"plan": expected["plan"]} if observe else expected
 
 
@@ -355,7 +357,7 @@ def observation_needs(case: Case, expected: dict) -> dict:
 
 
 def run_case(case: Case, session: Session) -> dict:
-    expected = expectations(case, session.versions["spark"], session.deployment, session.options.observe)
+    expected = expectations(case, session)
     started = time.perf_counter()
     cannot = session.cannot_run(case)
     if cannot:  # this deployment cannot run it at all: said, never passed
@@ -449,7 +451,8 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
     if status in ("error", "timeout") and not problems:
         problems = [f"{observed.error.cls}: {observed.error.message}"]
     version = session.versions["spark"]
-    status, message = expect.bug_verdict(expect.bug_in_force(case, version, deployment(session.master)), status,
+    bug = expect.bug_in_force(case, version, deployment(session.master), expect.engine_of(session.versions))
+    status, message = expect.bug_verdict(bug, status,
                                          one_line("; ".join(problems)), version)
     return CaseRecord(
         identity=_identity(case, session), case_id=case.case_id, label=case.label, params=case.params,
@@ -469,7 +472,7 @@ def _with_prediction(expected: dict, judged: dict | None) -> dict:
 def judge_case(case: Case, who, observed: Observation, total_s: float) -> CaseRecord:
     """The record of an observation made earlier (harness.store), judged by the
     expectations in force now."""
-    expected = expectations(case, who.versions["spark"], who.deployment, who.options.observe)
+    expected = expectations(case, who)
     return make_record(case, who, expected, observed, total_s)
 
 

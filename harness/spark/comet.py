@@ -1,0 +1,102 @@
+"""Apache DataFusion Comet: a native (Rust) engine that replaces Spark operators it
+supports by its own (`CometSortMergeJoin`, `CometExchange`, ...) and leaves the rest to
+Spark, tagging each operator it left with why.
+
+Measured here (Maven Central, 2026-11-27): Comet publishes a jar for Spark 3.5 (0.9.0,
+0.12.0; Scala 2.12) and 4.1 (1.2.0; Scala 2.13); none for 3.0-3.4, 4.0, 4.2 or 4.3. Both
+load in local mode on Java 17 with Comet's plugin, its shuffle manager and off-heap memory.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.spark.jvm_packages import Coordinate
+
+GROUP = "org.apache.datafusion"
+MARKER = "org/apache/comet/CometSparkSessionExtensions.class"
+# Spark minor → the newest Comet jar Maven Central serves for it.
+RUNTIMES = {
+    "3.5": Coordinate(GROUP, "comet-spark-spark3.5_2.12", "0.12.0", MARKER),
+    "4.1": Coordinate(GROUP, "comet-spark-spark4.1_2.13", "1.2.0", MARKER),
+}
+# Comet's operators → the Spark operator each replaces: a plan is read in Spark's names
+# (so an expectation keeps its meaning) and an operator under another name ran natively.
+SPARK_NAMES = {
+    "CometSortMergeJoin": "SortMergeJoin",
+    "CometHashJoin": "ShuffledHashJoin",
+    "CometBroadcastHashJoin": "BroadcastHashJoin",
+    "CometBroadcastNestedLoopJoin": "BroadcastNestedLoopJoin",
+    "CometExchange": "Exchange",
+    "CometColumnarExchange": "Exchange",
+    "CometBroadcastExchange": "BroadcastExchange",
+    "CometSort": "Sort",
+    "CometHashAggregate": "HashAggregate",
+    "CometProject": "Project",
+    "CometFilter": "Filter",
+}
+# Comet's operator classes (without `Exec`) → the Spark class each replaces, for
+# operator counts.
+SPARK_CLASSES = {"CometSortMergeJoin": "SortMergeJoin", "CometHashJoin": "ShuffledHashJoin",
+                 "CometBroadcastHashJoin": "BroadcastHashJoin",
+                 "CometBroadcastNestedLoopJoin": "BroadcastNestedLoopJoin",
+                 "CometShuffleExchange": "ShuffleExchange", "CometBroadcastExchange": "BroadcastExchange",
+                 "CometScan": "FileSourceScan", "CometNativeScan": "FileSourceScan", "CometSort": "Sort",
+                 "CometHashAggregate": "HashAggregate", "CometProject": "Project", "CometFilter": "Filter"}
+# Off-heap memory for Comet's native operators, per session (the heap is the driver's).
+OFF_HEAP = "2g"
+# What the harness sets for a Comet session; a scenario may set none of these.
+OWN_CONFS = ("spark.plugins", "spark.shuffle.manager", "spark.memory.offHeap.enabled", "spark.memory.offHeap.size",
+             "spark.comet.enabled", "spark.comet.exec.enabled", "spark.comet.exec.shuffle.enabled")
+
+
+def session_confs(jar: Path) -> dict:
+    return {"spark.jars": str(jar), "spark.driver.extraClassPath": str(jar),
+            "spark.plugins": "org.apache.spark.CometPlugin",
+            "spark.shuffle.manager": "org.apache.spark.sql.comet.execution.shuffle.CometShuffleManager",
+            "spark.comet.exec.shuffle.enabled": "true",
+            "spark.memory.offHeap.enabled": "true", "spark.memory.offHeap.size": OFF_HEAP}
+
+
+_TAGS: dict = {}
+
+
+def _fallback_tag(node):
+    """The tree-node tag Comet keeps an operator's fallback reasons under (1.x:
+    FALLBACK_REASONS; 0.x: EXTENSION_INFO); None where Comet is not loaded."""
+    client = node._gateway_client
+    if client not in _TAGS:
+        from pyspark import SparkContext
+        jvm = SparkContext._jvm
+        tag = None
+        try:
+            module = getattr(getattr(jvm.org.apache.comet, "CometExplainInfo$"), "MODULE$")
+            for name in ("FALLBACK_REASONS", "EXTENSION_INFO"):
+                try:
+                    tag = getattr(module, name)()
+                    break
+                except Exception:  # not in this Comet version
+                    continue
+        except Exception:  # Comet is not on the classpath
+            tag = None
+        _TAGS[client] = tag
+    return _TAGS[client]
+
+
+def loaded(node) -> bool:
+    """Whether the JVM that holds `node` runs Comet."""
+    return _fallback_tag(node) is not None
+
+
+def fallback_reasons(node) -> list[str]:
+    """Why Comet left this operator to Spark, in Comet's words (sorted)."""
+    tag = _fallback_tag(node)
+    if tag is None:
+        return []
+    try:
+        found = node.getTagValue(tag)
+        if not found.isDefined():
+            return []
+        reasons = found.get().toList()
+        return sorted(str(reasons.apply(i)) for i in range(reasons.size()))
+    except Exception:  # an operator without tags
+        return []
