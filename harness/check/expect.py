@@ -294,6 +294,18 @@ def _cost_unreported(expected: dict, observed: Observation) -> list[str]:
     return out
 
 
+def engine_answer_differs(observed: Observation) -> str | None:
+    """Under a native engine: the engine's answer against Spark's own (None: the same, or
+    no engine, or nothing ran)."""
+    reference = observed.engine_reference
+    if not reference or not observed.executed or observed.error:
+        return None
+    if (observed.rows, observed.checksum) == (reference["rows"], reference["checksum"]):
+        return None
+    return (f"the engine's answer is not Spark's: {observed.rows} rows, checksum {observed.checksum}; "
+            f"Spark ({reference['source']}): {reference['rows']} rows, checksum {reference['checksum']}")
+
+
 def _compare_native(wanted: bool, joins: list[dict], which: str) -> list[str]:
     """Whether the top join ran natively under the run's engine (harness.spark.engines)."""
     top = joins[0] if joins else None

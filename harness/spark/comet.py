@@ -44,6 +44,8 @@ SPARK_CLASSES = {"CometSortMergeJoin": "SortMergeJoin", "CometHashJoin": "Shuffl
                  "CometHashAggregate": "HashAggregate", "CometProject": "Project", "CometFilter": "Filter"}
 # Off-heap memory for Comet's native operators, per session (the heap is the driver's).
 OFF_HEAP = "2g"
+# Spark's own answer in a Comet session: the engine off for one query (a runtime SQL config).
+OFF = {"spark.comet.enabled": "false"}
 # What the harness sets for a Comet session; a scenario may set none of these.
 OWN_CONFS = ("spark.plugins", "spark.shuffle.manager", "spark.memory.offHeap.enabled", "spark.memory.offHeap.size",
              "spark.comet.enabled", "spark.comet.exec.enabled", "spark.comet.exec.shuffle.enabled")

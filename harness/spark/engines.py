@@ -56,6 +56,11 @@ def is_native(operator: str) -> bool:
     return operator in SPARK_NAMES
 
 
+def off_confs(name: str) -> dict:
+    """The runtime configs under which the engine leaves a query to Spark."""
+    return named(name).OFF
+
+
 def engine_loaded(node) -> bool:
     """Whether the JVM that holds this plan operator runs any engine."""
     return any(engine.loaded(node) for engine in ENGINES.values())

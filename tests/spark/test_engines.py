@@ -26,6 +26,7 @@ join: {left: a, right: b, on: [k]}
 spark_conf: {spark.sql.autoBroadcastJoinThreshold: -1, spark.sql.adaptive.enabled: false}
 expect:
   strategy: SortMergeJoin
+  rows: 100
   overrides:
     - when: {engine: comet}
       native: true
@@ -80,6 +81,19 @@ def test_a_native_expectation_names_why_the_engine_left_the_join_to_spark():
 def test_a_native_expectation_cannot_pass_without_an_engine():
     [problem] = expect._compare_native(True, [_join(None)], "initial")
     assert problem.startswith("native: this run has no native engine (run with --engine comet)")
+
+
+def test_a_native_answer_that_is_not_spark_s_is_named_with_both_answers():
+    from harness.core.records import Observation
+    same = Observation(executed=True, rows=10, checksum="00ab",
+                       engine_reference={"rows": 10, "checksum": "00ab", "source": "this session, comet off"})
+    assert expect.engine_answer_differs(same) is None
+    wrong = Observation(executed=True, rows=10, checksum="00ab",
+                        engine_reference={"rows": 9, "checksum": "00cd", "source": "this session, comet off"})
+    assert expect.engine_answer_differs(wrong) == (
+        "the engine's answer is not Spark's: 10 rows, checksum 00ab; Spark (this session, comet off): "
+        "9 rows, checksum 00cd")
+    assert expect.engine_answer_differs(Observation(executed=True, rows=10, checksum="00ab")) is None
 
 
 def test_an_override_for_an_engine_applies_only_under_it(write_scenario):
@@ -139,6 +153,9 @@ def test_under_comet_a_join_runs_natively_or_says_why_not(write_scenario, tmp_pa
     native = by_id["under_an_engine"]
     assert native["status"] == "passed", (native["message"], proc.stdout[-2000:])
     assert native["observed"]["initial"]["joins"][0]["native"] is True
+    reference = native["observed"]["engine_reference"]   # Spark's own answer, the engine off
+    assert (reference["rows"], reference["checksum"]) == (100, native["observed"]["checksum"])
+    assert reference["source"] == "this session, comet off"
     left = by_id["under_an_engine_broadcast"]
     assert left["status"] == "passed", left["message"]
     top = left["observed"]["initial"]["joins"][0]
