@@ -8,6 +8,7 @@ load in local mode on Java 17 with Comet's plugin, its shuffle manager and off-h
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from harness.spark.jvm_packages import Coordinate
@@ -55,8 +56,31 @@ def session_confs(jar: Path) -> dict:
     return {"spark.jars": str(jar), "spark.driver.extraClassPath": str(jar),
             "spark.plugins": "org.apache.spark.CometPlugin",
             "spark.shuffle.manager": "org.apache.spark.sql.comet.execution.shuffle.CometShuffleManager",
-            "spark.comet.exec.shuffle.enabled": "true",
+            "spark.comet.exec.shuffle.enabled": "true", "spark.comet.shuffle.enabled": "true",  # 0.x, 1.x
             "spark.memory.offHeap.enabled": "true", "spark.memory.offHeap.size": OFF_HEAP}
+
+
+# Comet's boolean configs per Comet version the harness loads (read from each jar's
+# registry): a key another version declares is left out where this one does not.
+MEASURED_BOOLEANS = json.loads((Path(__file__).with_name("comet_conf_keys.json")).read_text())["keys"]
+_BOOLEANS: dict = {}
+
+
+def declared_booleans(spark) -> set | None:
+    """Comet's own boolean configs, from its registry in this JVM (CometConf.allConfs);
+    None where Comet is not loaded."""
+    if id(spark) not in _BOOLEANS:
+        try:
+            entries = getattr(getattr(spark._jvm.org.apache.comet, "CometConf$"), "MODULE$").allConfs()
+            found = set()
+            for i in range(entries.size()):
+                entry = entries.apply(i)
+                if str(entry.defaultValueString()) in ("true", "false"):
+                    found.add(str(entry.key()))
+            _BOOLEANS[id(spark)] = found
+        except Exception:  # Comet is not on the classpath
+            _BOOLEANS[id(spark)] = None
+    return _BOOLEANS[id(spark)]
 
 
 _TAGS: dict = {}

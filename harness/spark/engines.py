@@ -61,6 +61,20 @@ def off_confs(name: str) -> dict:
     return named(name).OFF
 
 
+def declared_booleans(spark) -> set | None:
+    """The boolean configs the session's engine declares (None: no engine loaded)."""
+    for engine in ENGINES.values():
+        found = engine.declared_booleans(spark)
+        if found is not None:
+            return found
+    return None
+
+
+def measured_booleans() -> set:
+    """Every engine's boolean configs of any version the harness loads."""
+    return {key for engine in ENGINES.values() for key in engine.MEASURED_BOOLEANS}
+
+
 def engine_loaded(node) -> bool:
     """Whether the JVM that holds this plan operator runs any engine."""
     return any(engine.loaded(node) for engine in ENGINES.values())

@@ -160,3 +160,28 @@ def test_under_comet_a_join_runs_natively_or_says_why_not(write_scenario, tmp_pa
     assert left["status"] == "passed", left["message"]
     top = left["observed"]["initial"]["joins"][0]
     assert top["native"] is False and any(reason.startswith("Range: ") for reason in top["fallback"])
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("spark.comet.enabled", False, "is set by the harness for a native engine's session"),
+    ("spark.comet.exec.shuffle.enabled", True, "is set by the harness"),
+    ("spark.comet.memoryOverhead", True, "is set by the harness"),
+    ("spark.comet.exec.range.enabled", "yes", "a scenario may set its booleans only"),
+])
+def test_what_a_scenario_may_not_set_of_an_engine_is_one_line(write_scenario, key, value, says):
+    from harness.scenario.confs import ConfError, check
+    with pytest.raises(ConfError, match=says):
+        check(key, value)
+
+
+def test_an_engine_boolean_is_set_where_the_engine_runs_and_left_out_where_it_does_not(session):
+    from harness.spark import conf_registry
+    spark = session.spark
+    conf_registry.check_settings(spark, {"spark_conf": {"spark.comet.exec.range.enabled": True}})
+    declared = engines.declared_booleans(spark)
+    # Comet 1.2.0 declares it; 0.12.0 does not (measured): there, and without Comet, left out
+    assert conf_registry.declared_here(spark, "spark.comet.exec.range.enabled") == \
+        (declared is not None and "spark.comet.exec.range.enabled" in declared)
+    with pytest.raises(conf_registry.ConfRefused, match="not a boolean config of any engine version the harness "
+                                                        "loads .did you mean 'spark.comet.exec.range.enabled'"):
+        conf_registry.check_settings(spark, {"spark_conf": {"spark.comet.exec.rnage.enabled": True}})
