@@ -154,13 +154,15 @@ def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]
 
 
 def _engine_scan_original(node, kind: str):
-    """The FileSourceScanExec a native engine's scan replaced (Comet keeps it: `wrapped`
-    in CometScanExec, `originalPlan` in CometNativeScanExec), else None."""
-    if not kind.startswith(("CometScan", "CometNativeScan")):
+    """The Spark scan (FileSourceScanExec, BatchScanExec) a native engine's scan replaced,
+    else None: Comet keeps it (`wrapped` in CometScanExec and CometBatchScanExec,
+    `originalPlan` in CometNativeScanExec and CometIcebergNativeScanExec)."""
+    if not kind.startswith(engines.SCAN_PREFIXES):
         return None
     for field in ("wrapped", "originalPlan"):
         original = _safe_call(getattr(node, field))
-        if original is not None and _safe_str(lambda: original.getClass().getSimpleName()) == "FileSourceScanExec":
+        if original is not None and _safe_str(lambda: original.getClass().getSimpleName()) in (
+                "FileSourceScanExec", "BatchScanExec"):
             return original
     return None
 

@@ -41,8 +41,11 @@ SPARK_CLASSES = {"CometSortMergeJoin": "SortMergeJoin", "CometHashJoin": "Shuffl
                  "CometBroadcastHashJoin": "BroadcastHashJoin",
                  "CometBroadcastNestedLoopJoin": "BroadcastNestedLoopJoin",
                  "CometShuffleExchange": "ShuffleExchange", "CometBroadcastExchange": "BroadcastExchange",
-                 "CometScan": "FileSourceScan", "CometNativeScan": "FileSourceScan", "CometSort": "Sort",
+                 "CometScan": "FileSourceScan", "CometNativeScan": "FileSourceScan", "CometBatchScan": "BatchScan",
+                 "CometIcebergNativeScan": "BatchScan", "CometSort": "Sort",
                  "CometHashAggregate": "HashAggregate", "CometProject": "Project", "CometFilter": "Filter"}
+# Comet's scans, which keep the Spark scan they replaced (its table, buckets, partitioning).
+SCANS = ("CometScan", "CometNativeScan", "CometBatchScan", "CometIcebergNativeScan")
 # Off-heap memory for Comet's native operators, per session (the heap is the driver's).
 OFF_HEAP = "2g"
 # Spark's own answer in a Comet session: the engine off for one query (a runtime SQL config).

@@ -10,6 +10,7 @@ from harness.spark import comet
 ENGINES: dict[str, ModuleType] = {"comet": comet}
 # Every engine's operator → the Spark operator it replaces (no engine uses another's names).
 SPARK_NAMES = {name: spark for engine in ENGINES.values() for name, spark in engine.SPARK_NAMES.items()}
+SCAN_PREFIXES = tuple(prefix for engine in ENGINES.values() for prefix in engine.SCANS)
 SPARK_CLASSES = {name: spark for engine in ENGINES.values() for name, spark in engine.SPARK_CLASSES.items()}
 
 
