@@ -56,7 +56,9 @@ OWN_CONFS = ("spark.plugins", "spark.shuffle.manager", "spark.memory.offHeap.ena
 
 
 def session_confs(jar: Path) -> dict:
-    return {"spark.jars": str(jar), "spark.driver.extraClassPath": str(jar),
+    # On a cluster the executors read the jar from the same path (the jar cache on a shared
+    # mount, HARNESS_JAR_CACHE), as Comet's own setup asks for both class paths.
+    return {"spark.jars": str(jar), "spark.driver.extraClassPath": str(jar), "spark.executor.extraClassPath": str(jar),
             "spark.plugins": "org.apache.spark.CometPlugin",
             "spark.shuffle.manager": "org.apache.spark.sql.comet.execution.shuffle.CometShuffleManager",
             "spark.comet.exec.shuffle.enabled": "true", "spark.comet.shuffle.enabled": "true",  # 0.x, 1.x

@@ -523,7 +523,8 @@ def _with_jars(*confs: dict) -> dict:
     out: dict = {}
     for conf in confs:
         for key, value in conf.items():
-            joined = {"spark.jars": ",", "spark.driver.extraClassPath": os.pathsep}.get(key)
+            joined = {"spark.jars": ",", "spark.driver.extraClassPath": os.pathsep,
+                      "spark.executor.extraClassPath": os.pathsep}.get(key)
             out[key] = f"{out[key]}{joined}{value}" if joined and key in out else value
     return out
 
