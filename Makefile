@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 SCENARIO_WORKERS := -n auto
 export PYTEST_XDIST_AUTO_NUM_WORKERS = $(WORKERS)
 
-.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes bench-partitions bench-cost matrix merge accept diff flakes cluster-test connect-test test-browser clean
+.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes bench-partitions bench-cost bench-engine matrix merge accept diff flakes cluster-test connect-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -62,6 +62,11 @@ bench-flakes: env
 ## what recording a join's cost adds to a run of the suite (PATHS=), both orders
 bench-cost: env
 	$(PY) bench/bench_cost.py $(PATHS)
+
+## the suite under a native engine against the plain run (ENGINE=comet; SPARK= a version with a
+## jar, 3.5.x or 4.1.x: its matrix environment, built if missing)
+bench-engine: env
+	$(PY) bench/bench_engine.py $(PATHS) --spark $(or $(SPARK),4.1.4) --engine $(or $(ENGINE),comet)
 
 ## wall time of the whole matrix, per version and in total (VERSIONS= as for matrix;
 ## BASELINE=DIR compares every version's results with an earlier run's report folder)
