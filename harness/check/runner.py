@@ -205,7 +205,9 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
             timings["cost_s"] = ran.cost_s
         scope.check_timeout()
         observed.executed, observed.rows, observed.checksum = True, ran.rows, ran.checksum
-        observed.engine_reference = _engine_reference(session, frame)
+        if ran.engine_reference is None:  # once per execution: a shared one carries it
+            ran.engine_reference = _engine_reference(session, frame)
+        observed.engine_reference = ran.engine_reference
         final_plan = ran.plan
         if final_plan is not None:
             plan_objects["final"] = final_plan
