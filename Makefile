@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 SCENARIO_WORKERS := -n auto
 export PYTEST_XDIST_AUTO_NUM_WORKERS = $(WORKERS)
 
-.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes bench-partitions bench-cost matrix merge accept diff flakes cluster-test connect-test test-browser clean
+.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes bench-partitions bench-cost bench-engine matrix merge accept diff flakes cluster-test connect-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -24,12 +24,13 @@ $(VENV)/.installed: pyproject.toml
 ## run every scenario on the installed PySpark; writes reports/<spark-version>/
 ## (MASTER=spark://host:7077 runs them on that cluster; CONF=spark-defaults-style file;
 ## what the result store .harness-cache/ holds is judged again, not run: FRESH=1 runs all;
-## STORE=DIR another store; SHARD=I/N one part of the suite)
+## STORE=DIR another store; SHARD=I/N one part of the suite; ENGINE=comet under a native
+## engine, into reports/comet/<spark-version>/)
 STORE_ARGS = $(if $(FRESH),--fresh) $(if $(STORE),--store $(STORE)) $(if $(SHARD),--shard $(SHARD))
 run: env
 	$(PYTEST) scenarios $(SCENARIO_WORKERS) -q $(if $(MASTER),--spark-master $(MASTER) --report-dir reports/cluster) \
 		$(if $(REMOTE),--spark-remote $(REMOTE) --report-dir reports/connect) \
-		$(if $(CONF),--spark-conf-file $(CONF)) $(STORE_ARGS) || [ $$? -eq 1 ]
+		$(if $(CONF),--spark-conf-file $(CONF)) $(if $(ENGINE),--engine $(ENGINE)) $(STORE_ARGS) || [ $$? -eq 1 ]
 
 ## the project's own tests, the documentation build, then the scenario suite (must all pass)
 test: env unit docs scenarios
@@ -62,6 +63,11 @@ bench-flakes: env
 bench-cost: env
 	$(PY) bench/bench_cost.py $(PATHS)
 
+## the suite under a native engine against the plain run (ENGINE=comet; SPARK= a version with a
+## jar, 3.5.x or 4.1.x: its matrix environment, built if missing)
+bench-engine: env
+	$(PY) bench/bench_engine.py $(PATHS) --spark $(or $(SPARK),4.1.4) --engine $(or $(ENGINE),comet)
+
 ## wall time of the whole matrix, per version and in total (VERSIONS= as for matrix;
 ## BASELINE=DIR compares every version's results with an earlier run's report folder)
 bench-matrix: env
@@ -71,7 +77,7 @@ bench-matrix: env
 ## JOBS=N runs N versions side by side (each with WORKERS workers); FRESH, STORE, SHARD as for run
 matrix: env
 	$(PY) -m harness matrix $(VERSIONS) --workers $(WORKERS) $(if $(JOBS),--jobs $(JOBS)) $(if $(OBSERVE),--observe) \
-		$(if $(MASTER),--spark-master $(MASTER)) $(STORE_ARGS)
+		$(if $(MASTER),--spark-master $(MASTER)) $(if $(ENGINE),--engine $(ENGINE)) $(STORE_ARGS)
 
 ## every selected item RUNS times (default 3), the store bypassed, beside STRESS busy processes:
 ## exit 1 when an observation or verdict differs between runs (PATHS= files or folders, K= -k)

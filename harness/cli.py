@@ -47,6 +47,8 @@ def _matrix_parser(commands) -> None:
     matrix.add_argument("versions", nargs="*", help="PySpark versions (default: latest patch of 3.0 ... 4.3)")
     matrix.add_argument("--report-dir", default="reports")
     matrix.add_argument("--workers", default="2")
+    matrix.add_argument("--engine", default=None, metavar="NAME",
+                        help="every version under a native engine (comet): reports in REPORT_DIR/NAME/")
     matrix.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
     matrix.add_argument("--observe", action="store_true",
                         help="survey: record what each version does without checking expectations")
@@ -194,7 +196,20 @@ def _matrix(args, root) -> int:
     extra = _with_k(args) + (["--observe"] if args.observe else []) + (["--fresh"] if args.fresh else []) \
         + (["--spark-master", args.spark_master] if args.spark_master else []) \
         + (["--shard", args.shard] if args.shard else [])
-    return matrix.main(args.versions, args.report_dir, args.workers, extra, jobs=max(1, args.jobs), store=args.store)
+    report_dir, store = args.report_dir, args.store
+    if args.engine:
+        from pathlib import Path
+
+        from harness.spark import engines
+        try:
+            engines.named(args.engine)
+        except engines.UnknownEngine as exc:
+            root.error(str(exc))
+        extra += ["--engine", args.engine]
+        # the engine's reports beside the plain ones; one store for both (keys hold the engine)
+        store = store or str(Path(report_dir).resolve().parent / ".harness-cache")
+        report_dir = str(Path(report_dir) / args.engine)
+    return matrix.main(args.versions, report_dir, args.workers, extra, jobs=max(1, args.jobs), store=store)
 
 
 def _diff(args, root) -> int:

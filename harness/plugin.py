@@ -58,6 +58,9 @@ def pytest_addoption(parser):
                     help="a Spark config for the session, e.g. spark.executor.memory=2g (repeatable)")
     group.addoption("--spark-conf-file", default=None, metavar="PATH",
                     help="Spark configs for the session, spark-defaults.conf style (`key value` per line)")
+    group.addoption("--engine", default=None, metavar="NAME",
+                    help="run every case under a native engine (comet): reports go to REPORT_DIR/NAME/, "
+                         "a Spark version the engine publishes no jar for skips every case")
     group.addoption("--plan-text", choices=("all", "failed"), default=None,
                     help="which cases keep their plan text in the report (default: all)")
     group.addoption("--observe", action="store_true",
@@ -100,6 +103,11 @@ def pytest_configure(config):
     if config.getoption("spark_remote") and config.getoption("report_dir") == REPORTS:
         # Never into the local runs' folder: results merge by case id there.
         config.option.report_dir = str(Path(REPORTS) / "connect")
+    engine = _engine_option(config)
+    if engine and Path(config.getoption("report_dir")).name != engine:
+        # An engine's reports beside the plain ones, never mixed into them (an xdist
+        # worker gets the controller's options, already pointing there).
+        config.option.report_dir = str(Path(config.getoption("report_dir")) / engine)
     if _reporting(config) and not _report_dir_writable(config):
         config.option.no_report = True
     if _reporting(config):
@@ -124,8 +132,24 @@ def pytest_configure(config):
         config.option.xmlpath = str(config._harness_junit[0])
 
 
+def _engine_option(config) -> str:
+    """`--engine` (else HARNESS_ENGINE), checked: one line for a name the harness does not
+    know, or for an engine asked of a Spark Connect server (the server's JVM is its own)."""
+    from harness.spark import engines
+    name = config.getoption("engine") or os.environ.get("HARNESS_ENGINE", "")
+    try:
+        engines.named(name)
+    except engines.UnknownEngine as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if name and config.getoption("spark_remote"):
+        raise pytest.UsageError("--engine with --spark-remote: a Spark Connect server runs the engine its own "
+                                "configs load; start the server with it instead")
+    return name
+
+
 def _run_options(config) -> RunOptions:
     return RunOptions.from_env(
+        engine=_engine_option(config),
         master=config.getoption("spark_master"), remote=config.getoption("spark_remote"),
         spark_conf=_session_conf(config),
         plan_text=config.getoption("plan_text"), observe=config.getoption("observe"),

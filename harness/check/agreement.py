@@ -240,13 +240,14 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
 def judge_agreement(case: Case, who, forced: ForcedRuns, seconds: float) -> AgreementRecord:
     """The verdict on forced runs (just made, or stored by harness.store), with the
     scenario's known bug as it reads now."""
-    varies = expect.resolve(case, who.versions["spark"], who.deployment).get("varies") or {}
+    varies = expect.resolve(case, who.versions["spark"], who.deployment, expect.engine_of(who.versions)).get("varies") or {}
     status, message = _verdict(forced.runs, forced.rejected, forced.nested_loops, varies)
     shared = sum(1 for run in forced.runs if run.shared)
     if shared:  # the same physical query under the same configs already ran in this worker
         message += f" ({shared} answer{'s' if shared > 1 else ''} shared with an identical plan run before)"
     version = who.versions["spark"]
-    status, message = expect.bug_verdict(expect.bug_in_force(case, version, who.deployment), status, message,
+    status, message = expect.bug_verdict(expect.bug_in_force(case, version, who.deployment,
+                                                             expect.engine_of(who.versions)), status, message,
                                          version, case_item=False)
     record = _agreement_record(case, who, status, message, forced.runs, _strategies(forced.runs), seconds)
     record.forced = forced

@@ -27,7 +27,7 @@ from harness.scenario.tables import as_hint_list, hint_name
 
 EXPECTATION_KEYS = ("strategy", "build_side", "joins", "plan", "rows", "checksum", "result_rows",
                     "error", "warnings", "estimates", "operators", "shuffles", "bucketed_scan",
-                    "key_grouped", "dynamic_pruning", "cost")
+                    "key_grouped", "dynamic_pruning", "cost", "native")
 # Keys that can only be checked by running the query.
 EXECUTION_KEYS = ("rows", "checksum", "result_rows", "cost")
 
@@ -56,8 +56,15 @@ def affected_words(affected) -> str:
     return " or ".join(affected) if isinstance(affected, list) else affected
 
 
-def when_matches(when: dict, case: Case, version: str, deployment: str = "local") -> bool:
+def engine_of(versions: dict) -> str:
+    """The native engine a record's versions name (`comet 1.2.0` → comet), "" for none."""
+    return (versions.get("engine") or "").split(" ")[0]
+
+
+def when_matches(when: dict, case: Case, version: str, deployment: str = "local", engine: str = "") -> bool:
     if "spark" in when and not _version_in(when["spark"], version):
+        return False
+    if "engine" in when and when["engine"] != (engine or "none"):
         return False
     if "join_type" in when:
         wanted = when["join_type"] if isinstance(when["join_type"], list) else [when["join_type"]]
@@ -77,16 +84,16 @@ def when_matches(when: dict, case: Case, version: str, deployment: str = "local"
     return True
 
 
-def resolve(case: Case, version: str, deployment: str = "local") -> dict:
-    """The expectations in force for this case on this Spark version and deployment
-    (`local` or `cluster`)."""
+def resolve(case: Case, version: str, deployment: str = "local", engine: str = "") -> dict:
+    """The expectations in force for this case on this Spark version, deployment (`local`
+    or `cluster`) and native engine ("" for none)."""
     base_applies = "spark" not in case.expect or _version_in(case.expect["spark"], version)
     expected = {k: case.expect[k] for k in EXPECTATION_KEYS if k in case.expect and base_applies}
     varies = case.expect.get("varies")  # what Spark itself makes differ between runs: on every version
     steps = (case.scenario.data.get("stream") or {}).get("batches") or []
     step_expects = [dict(step.get("expect") or {}) if base_applies else {} for step in steps]
     for override in case.overrides:
-        if when_matches(override["when"], case, version, deployment):
+        if when_matches(override["when"], case, version, deployment, engine):
             for changed in override.get("batches", []):
                 step_expects[changed["batch"] - 1].update({k: v for k, v in changed.items() if k != "batch"})
             if "strategy" in override and "build_side" not in override:
@@ -142,6 +149,7 @@ def _node_matches(want: dict, got: dict) -> bool:
     return (want["strategy"] == got["strategy"]
             and want.get("build_side", got["build_side"]) == got["build_side"]
             and want.get("skew", got.get("skew", False)) == got.get("skew", False)
+            and want.get("native", got.get("native")) == got.get("native")
             and want.get("null_aware", got["null_aware"]) == got["null_aware"]
             and ("tables" not in want or want["tables"] == sorted(got.get("tables") or [])))
 
@@ -284,6 +292,35 @@ def _cost_unreported(expected: dict, observed: Observation) -> list[str]:
                 "no shuffle feeds that side" if side else "not in this record")
             out.append(f"cost {words} ({why})")
     return out
+
+
+def engine_answer_differs(observed: Observation) -> str | None:
+    """Under a native engine: the engine's answer against Spark's own (None: the same, or
+    no engine, or nothing ran)."""
+    reference = observed.engine_reference
+    if not reference or not observed.executed or observed.error:
+        return None
+    if (observed.rows, observed.checksum) == (reference["rows"], reference["checksum"]):
+        return None
+    return (f"the engine's answer is not Spark's: {observed.rows} rows, checksum {observed.checksum}; "
+            f"Spark ({reference['source']}): {reference['rows']} rows, checksum {reference['checksum']}")
+
+
+def _compare_native(wanted: bool, joins: list[dict], which: str) -> list[str]:
+    """Whether the top join ran natively under the run's engine (harness.spark.engines)."""
+    top = joins[0] if joins else None
+    if top is None:
+        return [f"{which} plan: no join to run natively"]
+    got = top.get("native")
+    if got is None:
+        return [f"native: this run has no native engine (run with --engine comet): {which} plan's "
+                f"{top['strategy']} cannot be checked for it"]
+    if got == wanted:
+        return []
+    if wanted:
+        reasons = "; ".join(top.get("fallback") or []) or "the engine gave no reason"
+        return [f"{which} plan: expected a native {top['strategy']}, Spark ran it ({reasons})"]
+    return [f"{which} plan: expected {top['strategy']} left to Spark, it ran natively"]
 
 
 def _cost_text(field: str, value: int) -> str:
@@ -593,6 +630,9 @@ def _compare(expected: dict, observed: Observation, unchecked: set = frozenset()
         problems += _compare_steps(expected["batches"], observed.stream_steps or [], unchecked)
     if "cost" in expected and observed.executed:
         problems += _compare_cost(expected["cost"], observed, unchecked)
+    if "native" in expected:
+        for which, view in zip(_plan_names(plan_mode), _checked_views(expected, observed)):
+            problems += _compare_native(expected["native"], view.joins, which)
     if "estimates" in expected and "estimates" not in unchecked:
         estimates = observed.estimates or []
         top = estimates[0] if estimates else None
@@ -615,13 +655,13 @@ def _compare(expected: dict, observed: Observation, unchecked: set = frozenset()
 BUG_FAILURES = ("failed", "error", "correctness")
 
 
-def bug_in_force(case: Case, version: str, deployment: str = "local") -> dict | None:
+def bug_in_force(case: Case, version: str, deployment: str = "local", engine: str = "") -> dict | None:
     """The scenario's `bug` when this version is declared affected and the bug concerns
     this case; None otherwise."""
     bug = case.scenario.data.get("bug") or {}
     if not bug.get("affected") or not _version_in(bug["affected"], version):
         return None
-    if "when" in bug and not when_matches(bug["when"], case, version, deployment):
+    if "when" in bug and not when_matches(bug["when"], case, version, deployment, engine):
         return None
     return bug
 

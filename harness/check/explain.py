@@ -58,7 +58,7 @@ def plan_only_expectations(expected: dict) -> tuple[dict, list[str]]:
 
 def expectation_verdict(case, session, observed) -> str:
     """Whether the case's expectation holds on what was planned, in one line."""
-    expected = expect.resolve(case, session.versions["spark"], session.deployment)
+    expected = expect.resolve(case, session.versions["spark"], session.deployment, expect.engine_of(session.versions))
     words = expectation_words(expected)
     if "stream" in case.scenario.data:  # the stream ran: everything is checkable
         checkable, unchecked = expected, []

@@ -28,7 +28,7 @@ from harness.scenario import confs
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import Case
 from harness.scenario.tables import is_derived, is_stats_only, uses_iceberg, written_derived
-from harness.spark import datagen, derived, executions, sql_guard, streaming
+from harness.spark import datagen, derived, engines, executions, sql_guard, streaming
 from harness.spark.errors import describe_error
 from harness.spark.query import build_query, checksum_frame, checksum_text
 from harness.spark.session import CaseScope, Session
@@ -205,6 +205,9 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
             timings["cost_s"] = ran.cost_s
         scope.check_timeout()
         observed.executed, observed.rows, observed.checksum = True, ran.rows, ran.checksum
+        if ran.engine_reference is None:  # once per execution: a shared one carries it
+            ran.engine_reference = _engine_reference(session, frame)
+        observed.engine_reference = ran.engine_reference
         final_plan = ran.plan
         if final_plan is not None:
             plan_objects["final"] = final_plan
@@ -256,6 +259,25 @@ def run_forced(session: Session, scope: CaseScope, join: dict, conf: dict, table
         ran_plan = ran.plan
     top = plans.top_join(ran_plan) if ran_plan is not None else {"strategy": None, "build_side": None}
     return ForcedRun(top["strategy"], top["build_side"], ran.rows, ran.checksum, shared)
+
+
+def _engine_reference(session: Session, frame) -> dict | None:
+    """Under a native engine, Spark's own answer to the same query: planned afresh with
+    the engine off, in the same session (None without an engine)."""
+    if not session.engine_runtime:
+        return None
+    conf = session.spark.conf
+    off = engines.off_confs(session.engine)
+    before = {key: conf.get(key, None) for key in off}
+    try:
+        for key, value in off.items():
+            conf.set(key, value)
+        row = frame.toDF(*frame.columns).collect()[0]  # a new Dataset: planned again, the engine off
+    finally:
+        for key, value in before.items():
+            conf.unset(key) if value is None else conf.set(key, value)
+    return {"rows": int(row["rows"]), "checksum": checksum_text(row["hash_sum"]),
+            "source": f"this session, {session.engine} off"}
 
 
 def _execute(session: Session, frame, plan, shareable: bool) -> tuple[executions.Executed, bool]:
@@ -339,10 +361,12 @@ def capture(session: Session, case: Case, execute: bool, collect_rows: bool) -> 
     return observed, plan_objects
 
 
-def expectations(case: Case, spark: str, deployment: str, observe: bool) -> dict:
-    """The expectations in force for the case on this Spark version and deployment; a
-    survey (`--observe`) keeps only what says which plan to read."""
-    expected = expect.resolve(case, spark, deployment)
+def expectations(case: Case, who) -> dict:
+    """The expectations in force for the case on the session's (or a stored record's)
+    Spark version, deployment and engine; a survey (`--observe`) keeps only what says
+    which plan to read."""
+    expected = expect.resolve(case, who.versions["spark"], who.deployment, expect.engine_of(who.versions))
+    observe = who.options.observe
     return {"plan": expected["plan"]} if observe else expected
 
 
@@ -355,7 +379,7 @@ def observation_needs(case: Case, expected: dict) -> dict:
 
 
 def run_case(case: Case, session: Session) -> dict:
-    expected = expectations(case, session.versions["spark"], session.deployment, session.options.observe)
+    expected = expectations(case, session)
     started = time.perf_counter()
     cannot = session.cannot_run(case)
     if cannot:  # this deployment cannot run it at all: said, never passed
@@ -437,6 +461,9 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
         expected = _with_prediction(expected, judged)
     problems = expect.compare(expected, observed) if expect.has_assertions(expected) else []
     status = _status(expected, observed, problems)
+    wrong = expect.engine_answer_differs(observed)
+    if wrong:  # a native answer that is not Spark's: wrong, whatever else was expected
+        status, problems = "correctness", [wrong, *problems]
     unchecked = expect.not_checkable(expected, observed) if expect.has_assertions(expected) else []
     said = _unchecked_words(unchecked, session.versions["spark"])
     if unchecked == ["warnings"] and status == "passed" and \
@@ -449,7 +476,8 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
     if status in ("error", "timeout") and not problems:
         problems = [f"{observed.error.cls}: {observed.error.message}"]
     version = session.versions["spark"]
-    status, message = expect.bug_verdict(expect.bug_in_force(case, version, deployment(session.master)), status,
+    bug = expect.bug_in_force(case, version, deployment(session.master), expect.engine_of(session.versions))
+    status, message = expect.bug_verdict(bug, status,
                                          one_line("; ".join(problems)), version)
     return CaseRecord(
         identity=_identity(case, session), case_id=case.case_id, label=case.label, params=case.params,
@@ -469,7 +497,7 @@ def _with_prediction(expected: dict, judged: dict | None) -> dict:
 def judge_case(case: Case, who, observed: Observation, total_s: float) -> CaseRecord:
     """The record of an observation made earlier (harness.store), judged by the
     expectations in force now."""
-    expected = expectations(case, who.versions["spark"], who.deployment, who.options.observe)
+    expected = expectations(case, who)
     return make_record(case, who, expected, observed, total_s)
 
 

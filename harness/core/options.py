@@ -36,6 +36,7 @@ class RunOptions:
     # JVM packages: the Iceberg runtime is loaded only by runs with Iceberg scenarios.
     iceberg: bool = False
     delta: bool = False                                # Delta Lake's package, likewise
+    engine: str = ""                                   # a native engine (harness.spark.engines), "" for none
     jar_cache: str | None = None                       # where fetched jars are kept (default ~/.cache/spark-join-harness/jars)
     maven_repository: str = "https://repo1.maven.org/maven2"
     # The driver JVM's class-data archives (harness.spark.class_data); None: none used
@@ -56,6 +57,7 @@ class RunOptions:
                 "master": os.environ.get("HARNESS_SPARK_MASTER") or DEFAULT_MASTER,
                 "remote": os.environ.get("HARNESS_SPARK_REMOTE") or None,
                 "jar_cache": os.environ.get("HARNESS_JAR_CACHE") or None,
+                "engine": os.environ.get("HARNESS_ENGINE", ""),
                 "class_data": class_data_folder()}
         if os.environ.get("HARNESS_MAVEN_REPOSITORY"):  # a mirror of Maven Central
             base["maven_repository"] = os.environ["HARNESS_MAVEN_REPOSITORY"]

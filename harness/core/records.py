@@ -98,6 +98,9 @@ class Observation:
     unavailable: Optional[list] = None   # what the deployment could not observe (Spark Connect)
     undefined_conf: Optional[list] = None  # configs of the case this Spark does not declare (not set)
     cost: Optional[dict] = None   # what the top join cost when it ran (harness.observe.cost)
+    # Under a native engine: Spark's own answer to the same query, the engine off
+    # ({"rows", "checksum", "source"}): a native answer that differs is a wrong answer.
+    engine_reference: Optional[dict] = None
 
     def plan(self, which: str) -> Optional[PlanView]:
         return self.initial if which == "initial" else self.final
@@ -118,7 +121,7 @@ class Observation:
                    stream_batches=data.get("stream_batches"), stream_steps=data.get("stream_steps"),
                    final_not_applicable=data.get("final_not_applicable"),
                    unavailable=data.get("unavailable"), undefined_conf=data.get("undefined_conf"),
-                   cost=data.get("cost"))
+                   cost=data.get("cost"), engine_reference=data.get("engine_reference"))
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {
@@ -128,7 +131,7 @@ class Observation:
             "error": self.error.to_json() if self.error is not None else None, "conf": self.conf,
             "timings": self.timings}
         for key in ("join_conf", "warnings", "result_rows", "stream_batches", "stream_steps", "final_not_applicable",
-                    "unavailable", "undefined_conf", "cost"):
+                    "unavailable", "undefined_conf", "cost", "engine_reference"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out

@@ -79,6 +79,8 @@ def describe_join(node: dict | None, *, join_type: bool = False, tables: bool = 
         text += " [skew]"
     if node.get("null_aware"):
         text += " [null-aware]"
+    if node.get("native") is not None:  # under a native engine
+        text += " [native]" if node["native"] else " [in Spark]"
     if join_type and node.get("join_type"):
         text += f" · {node['join_type']}"
     if tables and node.get("tables"):

@@ -11,6 +11,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from harness.core.vocab import BUILD_SIDES, JOIN_OPERATORS, NO_JOIN, PLAN_TEXT_LIMIT
+from harness.spark import engines
 
 
 @dataclass
@@ -27,14 +28,25 @@ class JoinNode:
     shuffles: dict | None = None     # {"left": n, "right": n}: shuffle exchanges below each side
     # {"left": [scan, ...], "right": [...]}: the file scans below each side (`file_scan`)
     scans: dict | None = None
+    # Under a native engine (harness.spark.engines): whether this join ran natively, and
+    # for a join left to Spark, the engine's reasons for it and for the operators below
+    # it down to the next join ("Operator: reason"); None without an engine.
+    native: bool | None = None
+    fallback: list | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def _kind(node) -> str:
+def _raw_kind(node) -> str:
     # nodeName may carry a suffix: "SortMergeJoin(skew=true)", "WholeStageCodegen (1)".
     return str(node.nodeName()).split("(")[0].strip()
+
+
+def _kind(node) -> str:
+    """The operator's Spark name: a native engine's operator is read as the one it
+    replaces (`CometSortMergeJoin` is a SortMergeJoin), so every reader keeps its meaning."""
+    return engines.spark_name(_raw_kind(node))
 
 
 def _children(node, kind: str) -> list:
@@ -73,6 +85,10 @@ def _join_node(node, kind: str) -> JoinNode:
     condition = _safe_str(lambda: node.condition())
     null_aware = _safe_str(lambda: node.isNullAwareAntiJoin()).lower() == "true"
     skew = kind in ("SortMergeJoin", "ShuffledHashJoin") and _safe_str(lambda: node.isSkewJoin()).lower() == "true"
+    native = fallback = None
+    if engines.engine_loaded(node):
+        native = engines.is_native(_raw_kind(node))
+        fallback = None if native else _fallback_below(node, kind)
     return JoinNode(
         strategy=kind,
         build_side=build,
@@ -82,7 +98,22 @@ def _join_node(node, kind: str) -> JoinNode:
         condition=_unwrap_option(condition),
         null_aware=null_aware,
         skew=skew,
+        native=native,
+        fallback=fallback,
     )
+
+
+def _fallback_below(join, kind: str) -> list[str]:
+    """The engine's reasons for leaving the join to Spark, and for the operators below it
+    down to the next join (an exchange left to Spark because its input was: a scan, an
+    expression): "Operator: reason", in plan order. A join below has its own."""
+    found, stack = [], [(join, kind)]
+    while stack:
+        node, node_kind = stack.pop()
+        found += [f"{_raw_kind(node)}: {reason}" for reason in engines.fallback_reasons(node)]
+        if node is join or node_kind not in JOIN_OPERATORS:
+            stack.extend((child, _kind(child)) for child in reversed(_children(node, node_kind)))
+    return list(dict.fromkeys(found))
 
 
 def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]:
@@ -95,6 +126,9 @@ def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]
     def visit(node) -> tuple[set, int, list]:
         """(tables, shuffle exchanges, file scans) of the subtree."""
         kind = _kind(node)
+        original = _engine_scan_original(node, kind)
+        if original is not None:
+            node, kind = original, _kind(original)
         if kind.startswith("Scan ") and _safe_str(lambda: node.getClass().getSimpleName()) == "FileSourceScanExec":
             scan = file_scan(node, table_names)
             return ({scan["table"]} if table_names is not None and scan["table"] else set()), 0, [scan]
@@ -117,6 +151,20 @@ def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]
 
     visit(physical_plan)
     return found
+
+
+def _engine_scan_original(node, kind: str):
+    """The Spark scan (FileSourceScanExec, BatchScanExec) a native engine's scan replaced,
+    else None: Comet keeps it (`wrapped` in CometScanExec and CometBatchScanExec,
+    `originalPlan` in CometNativeScanExec and CometIcebergNativeScanExec)."""
+    if not kind.startswith(engines.SCAN_PREFIXES):
+        return None
+    for field in ("wrapped", "originalPlan"):
+        original = _safe_call(getattr(node, field))
+        if original is not None and _safe_str(lambda: original.getClass().getSimpleName()) in (
+                "FileSourceScanExec", "BatchScanExec"):
+            return original
+    return None
 
 
 def file_scan(node, table_names: dict | None) -> dict:
@@ -254,7 +302,7 @@ def operator_counts(physical_plan) -> dict[str, int]:
     while stack:
         node = stack.pop()
         name = node.getClass().getSimpleName()
-        name = name[:-4] if name.endswith("Exec") else name
+        name = engines.spark_class(name[:-4] if name.endswith("Exec") else name)
         counts[name] = counts.get(name, 0) + 1
         stack.extend(_children(node, _kind(node)))
         subqueries = node.subqueries()

@@ -60,6 +60,18 @@ def is_iceberg_conf(key: str) -> bool:
     return key.startswith("spark.sql.iceberg.")
 
 
+# A native engine's own session configs (harness.spark.engines), declared in no Spark
+# registry: a scenario may set the engine's booleans (its own registry says which, at
+# collection, where the engine runs), never what the harness sets to load it and size it.
+ENGINE_CONF_PREFIX = "spark.comet."
+ENGINE_OWN = re.compile(r"^spark\.comet\.(?:enabled|exec\.enabled|exec\.shuffle\.enabled|shuffle\.enabled|"
+                        r"[\w.]*(?:memory|Memory|onHeap|offHeap|nativeLoad|debug|explain|log|metrics)[\w.]*)$")
+
+
+def is_engine_conf(key: str) -> bool:
+    return key.startswith(ENGINE_CONF_PREFIX)
+
+
 class ConfError(ValueError):
     """A config a scenario may not set, or a value it cannot have (one line)."""
 
@@ -70,6 +82,14 @@ def check(key: str, value) -> None:
     if REFUSED.match(key):
         raise ConfError(f"'{key}' is not a config a scenario may set (it names classes, catalogs, files or "
                         "listeners, or opens file access); see README 'Security model'")
+    if is_engine_conf(key):
+        if ENGINE_OWN.match(key):
+            raise ConfError(f"'{key}' is set by the harness for a native engine's session (how it loads, its "
+                            "memory, what it logs): a scenario may not set it")
+        if not isinstance(value, bool):
+            raise ConfError(f"'{key}' is a native engine's config: a scenario may set its booleans only, "
+                            f"not {value!r}")
+        return
     if is_iceberg_conf(key):
         if key not in ICEBERG_CONFS:
             raise ConfError(f"'{key}' is not one of Iceberg's configs a scenario may set ({', '.join(ICEBERG_CONFS)})")

@@ -18,6 +18,7 @@ from py4j.java_gateway import JavaObject
 from harness.scenario import confs
 from harness.scenario.confs import conf_text
 from harness.scenario.errors import excerpt
+from harness.spark import engines
 
 BOOLEAN, NUMBER, STRING = "boolean", "number", "string"
 # Texts a converter is tried on to tell what it takes, in this order; the first it accepts
@@ -188,6 +189,13 @@ def check_settings(spark, data: dict) -> None:
     for where, key, value in confs.settings(data):
         if confs.is_iceberg_conf(key):  # Iceberg's, typed by harness.scenario.confs
             continue
+        if confs.is_engine_conf(key):  # an engine's, typed by its own registry where it runs
+            booleans = engines.declared_booleans(spark)
+            if key not in engines.measured_booleans() and key not in (booleans or ()):
+                close = difflib.get_close_matches(key, sorted(engines.measured_booleans()), n=1, cutoff=0.85)
+                raise ConfRefused(where, f"'{key}' is not a boolean config of any engine version the harness "
+                                         "loads" + (f" (did you mean '{close[0]}'?)" if close else ""))
+            continue  # declared by another version of the engine, or no engine runs: left out
         declared = registry.declared(key)
         if declared is None:
             if key not in confs.measured_keys():
@@ -217,4 +225,6 @@ def declared_here(spark, key: str) -> bool:
     """Whether this Spark declares `key`; True where there is no registry to ask (Spark
     Connect: the server takes what it is given)."""
     registry = registry_of(spark)
+    if confs.is_engine_conf(key):  # where no engine runs, the case runs without it
+        return key in (engines.declared_booleans(spark) or ())
     return registry is None or confs.is_iceberg_conf(key) or registry.declared(key) is not None

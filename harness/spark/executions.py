@@ -42,6 +42,7 @@ class Executed:
     key_plan: object = None  # the plan it was looked up by, when not `plan` (Connect's printed one)
     cost: dict | None = None  # what the top join of `plan` cost (harness.observe.cost)
     cost_s: float = 0.0  # the time reading it took
+    engine_reference: dict | None = None  # under a native engine: Spark's own answer (harness.check.runner)
 
 
 _MEMO: OrderedDict = OrderedDict()

@@ -25,7 +25,7 @@ from harness.core.text import printable
 from harness.core.vocab import PLAN_TEXT_LIMIT
 from harness.scenario.confs import conf_text
 from harness.scenario.tables import uses_delta, uses_iceberg
-from harness.spark import class_data, conf_registry, delta, iceberg, jvm_packages, stages
+from harness.spark import class_data, conf_registry, delta, engines, iceberg, jvm_packages, stages
 
 HINT_LOGGERS = ("org.apache.spark.sql.catalyst.analysis.HintErrorLogger",
                 "org.apache.spark.sql.catalyst.analysis.ResolveHints")
@@ -112,6 +112,9 @@ def _quiet_python_side_logs() -> None:
 class Session:
     plan_reader = "jvm"    # how this deployment reads plans: the JVM's plan objects (harness.check.runner)
     unavailable: tuple = ()   # what this deployment cannot observe (harness.deploy.connect)
+    engine = ""               # the native engine the run asked for (harness.spark.engines)
+    engine_runtime: str | None = None   # its jar, where this Spark has one
+    engine_problem: str | None = None   # why that jar could not be had
 
     def __init__(self, options: RunOptions | None = None):
         options = options or RunOptions.from_env()
@@ -153,7 +156,8 @@ class Session:
                    # Faker pools are plan literals: building full plan strings costs
                    # tens of ms per case; reports keep at most this much anyway.
                    .config("spark.sql.maxPlanStringLength", str(PLAN_TEXT_LIMIT)))
-        for key, value in {**_with_jars(self._iceberg_confs(options), self._delta_confs(options)),
+        for key, value in {**_with_jars(self._iceberg_confs(options), self._delta_confs(options),
+                                        self._engine_confs(options)),
                            **options.spark_conf}.items():
             builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
@@ -166,6 +170,8 @@ class Session:
             "java": str(jvm.System.getProperty("java.version")),
             "python": platform.python_version(),
         }
+        if self.engine_runtime:  # records name the engine they ran under, with its version
+            self.versions["engine"] = f"{self.engine} {self.engine_runtime.rsplit(':', 1)[1]}"
         self.master = master
         self.deployment = options.deployment
         self._local_shape: dict | None = None
@@ -235,6 +241,24 @@ class Session:
         self.iceberg_runtime = coordinate.words()
         return iceberg.session_confs(jar, self.workdir / "iceberg")
 
+    def _engine_confs(self, options: RunOptions) -> dict:
+        """The native engine's jar and configs (`engine_runtime`), on a Spark it publishes
+        a jar for; a jar that cannot be fetched is said by every case (`engine_problem`)."""
+        self.engine, self.engine_runtime, self.engine_problem = options.engine, None, None
+        if not options.engine:
+            return {}
+        from pyspark import __version__ as pyspark_version
+        coordinate = engines.runtime_for(options.engine, pyspark_version)
+        if coordinate is None:
+            return {}
+        try:
+            jar = jvm_packages.ensure_jar(coordinate, jvm_packages.cache_of(options), options.maven_repository)
+        except jvm_packages.PackageUnavailable as exc:
+            self.engine_problem = f"not available: {exc}"
+            return {}
+        self.engine_runtime = coordinate.words()
+        return engines.named(options.engine).session_confs(jar)
+
     def _delta_confs(self, options: RunOptions) -> dict:
         """Delta Lake's package, extension and catalog, for a run with Delta scenarios on a
         Spark that has a release; a package that cannot be fetched is said by each case
@@ -255,6 +279,8 @@ class Session:
 
     def cannot_run(self, case) -> str | None:
         """Why this deployment cannot run the case at all (None: it can)."""
+        if self.engine and self.engine_runtime is None:
+            return self.engine_problem or engines.not_available(self.engine, self.versions["spark"])
         if uses_iceberg(case.scenario.data) and iceberg.runtime_for(self.versions["spark"]) is None:
             return iceberg.not_available(self.versions["spark"])
         if uses_delta(case.scenario.data) and delta.runtime_for(self.versions["spark"]) is None:
@@ -497,7 +523,9 @@ def _with_jars(*confs: dict) -> dict:
     out: dict = {}
     for conf in confs:
         for key, value in conf.items():
-            out[key] = f"{out[key]},{value}" if key == "spark.jars" and key in out else value
+            joined = {"spark.jars": ",", "spark.driver.extraClassPath": os.pathsep,
+                      "spark.executor.extraClassPath": os.pathsep}.get(key)
+            out[key] = f"{out[key]}{joined}{value}" if joined and key in out else value
     return out
 
 _SESSION: Session | None = None

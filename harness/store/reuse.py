@@ -41,10 +41,17 @@ class Reuse:
     def env(self) -> fingerprint.Environment:
         return fingerprint.Environment.of(self.options)
 
+    @functools.cached_property
+    def _as_run(self):
+        """What expectations are resolved by for this run: its Spark, deployment and engine."""
+        from types import SimpleNamespace
+        return SimpleNamespace(versions={"spark": self.env.spark, "engine": self.options.engine},
+                               deployment=self.options.deployment, options=self.options)
+
     def key(self, case: Case, kind: str) -> str:
         needs = {}
         if kind == CASE:
-            expected = runner.expectations(case, self.env.spark, self.options.deployment, self.options.observe)
+            expected = runner.expectations(case, self._as_run)
             needs = runner.observation_needs(case, expected)
         scenario = case.scenario
         if id(scenario) not in self._pools:

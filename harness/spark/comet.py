@@ -1,0 +1,133 @@
+"""Apache DataFusion Comet: a native (Rust) engine that replaces Spark operators it
+supports by its own (`CometSortMergeJoin`, `CometExchange`, ...) and leaves the rest to
+Spark, tagging each operator it left with why.
+
+Measured here (Maven Central, 2026-11-27): Comet publishes a jar for Spark 3.5 (0.9.0,
+0.12.0; Scala 2.12) and 4.1 (1.2.0; Scala 2.13); none for 3.0-3.4, 4.0, 4.2 or 4.3. Both
+load in local mode on Java 17 with Comet's plugin, its shuffle manager and off-heap memory.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.spark.jvm_packages import Coordinate
+
+GROUP = "org.apache.datafusion"
+MARKER = "org/apache/comet/CometSparkSessionExtensions.class"
+# Spark minor → the newest Comet jar Maven Central serves for it.
+RUNTIMES = {
+    "3.5": Coordinate(GROUP, "comet-spark-spark3.5_2.12", "0.12.0", MARKER),
+    "4.1": Coordinate(GROUP, "comet-spark-spark4.1_2.13", "1.2.0", MARKER),
+}
+# Comet's operators → the Spark operator each replaces: a plan is read in Spark's names
+# (so an expectation keeps its meaning) and an operator under another name ran natively.
+SPARK_NAMES = {
+    "CometSortMergeJoin": "SortMergeJoin",
+    "CometHashJoin": "ShuffledHashJoin",
+    "CometBroadcastHashJoin": "BroadcastHashJoin",
+    "CometBroadcastNestedLoopJoin": "BroadcastNestedLoopJoin",
+    "CometExchange": "Exchange",
+    "CometColumnarExchange": "Exchange",
+    "CometBroadcastExchange": "BroadcastExchange",
+    "CometSort": "Sort",
+    "CometHashAggregate": "HashAggregate",
+    "CometProject": "Project",
+    "CometFilter": "Filter",
+}
+# Comet's operator classes (without `Exec`) → the Spark class each replaces, for
+# operator counts.
+SPARK_CLASSES = {"CometSortMergeJoin": "SortMergeJoin", "CometHashJoin": "ShuffledHashJoin",
+                 "CometBroadcastHashJoin": "BroadcastHashJoin",
+                 "CometBroadcastNestedLoopJoin": "BroadcastNestedLoopJoin",
+                 "CometShuffleExchange": "ShuffleExchange", "CometBroadcastExchange": "BroadcastExchange",
+                 "CometScan": "FileSourceScan", "CometNativeScan": "FileSourceScan", "CometBatchScan": "BatchScan",
+                 "CometIcebergNativeScan": "BatchScan", "CometSort": "Sort",
+                 "CometHashAggregate": "HashAggregate", "CometProject": "Project", "CometFilter": "Filter"}
+# Comet's scans, which keep the Spark scan they replaced (its table, buckets, partitioning).
+SCANS = ("CometScan", "CometNativeScan", "CometBatchScan", "CometIcebergNativeScan")
+# Off-heap memory for Comet's native operators, per session (the heap is the driver's).
+OFF_HEAP = "2g"
+# Spark's own answer in a Comet session: the engine off for one query (a runtime SQL config).
+OFF = {"spark.comet.enabled": "false"}
+# What the harness sets for a Comet session; a scenario may set none of these.
+OWN_CONFS = ("spark.plugins", "spark.shuffle.manager", "spark.memory.offHeap.enabled", "spark.memory.offHeap.size",
+             "spark.comet.enabled", "spark.comet.exec.enabled", "spark.comet.exec.shuffle.enabled")
+
+
+def session_confs(jar: Path) -> dict:
+    # On a cluster the executors read the jar from the same path (the jar cache on a shared
+    # mount, HARNESS_JAR_CACHE), as Comet's own setup asks for both class paths.
+    return {"spark.jars": str(jar), "spark.driver.extraClassPath": str(jar), "spark.executor.extraClassPath": str(jar),
+            "spark.plugins": "org.apache.spark.CometPlugin",
+            "spark.shuffle.manager": "org.apache.spark.sql.comet.execution.shuffle.CometShuffleManager",
+            "spark.comet.exec.shuffle.enabled": "true", "spark.comet.shuffle.enabled": "true",  # 0.x, 1.x
+            "spark.memory.offHeap.enabled": "true", "spark.memory.offHeap.size": OFF_HEAP}
+
+
+# Comet's boolean configs per Comet version the harness loads (read from each jar's
+# registry): a key another version declares is left out where this one does not.
+MEASURED_BOOLEANS = json.loads((Path(__file__).with_name("comet_conf_keys.json")).read_text())["keys"]
+_BOOLEANS: dict = {}
+
+
+def declared_booleans(spark) -> set | None:
+    """Comet's own boolean configs, from its registry in this JVM (CometConf.allConfs);
+    None where Comet is not loaded."""
+    if id(spark) not in _BOOLEANS:
+        try:
+            entries = getattr(getattr(spark._jvm.org.apache.comet, "CometConf$"), "MODULE$").allConfs()
+            found = set()
+            for i in range(entries.size()):
+                entry = entries.apply(i)
+                if str(entry.defaultValueString()) in ("true", "false"):
+                    found.add(str(entry.key()))
+            _BOOLEANS[id(spark)] = found
+        except Exception:  # Comet is not on the classpath
+            _BOOLEANS[id(spark)] = None
+    return _BOOLEANS[id(spark)]
+
+
+_TAGS: dict = {}
+
+
+def _fallback_tag(node):
+    """The tree-node tag Comet keeps an operator's fallback reasons under (1.x:
+    FALLBACK_REASONS; 0.x: EXTENSION_INFO); None where Comet is not loaded."""
+    client = node._gateway_client
+    if client not in _TAGS:
+        from pyspark import SparkContext
+        jvm = SparkContext._jvm
+        tag = None
+        try:
+            module = getattr(getattr(jvm.org.apache.comet, "CometExplainInfo$"), "MODULE$")
+            for name in ("FALLBACK_REASONS", "EXTENSION_INFO"):
+                try:
+                    tag = getattr(module, name)()
+                    break
+                except Exception:  # not in this Comet version
+                    continue
+        except Exception:  # Comet is not on the classpath
+            tag = None
+        _TAGS[client] = tag
+    return _TAGS[client]
+
+
+def loaded(node) -> bool:
+    """Whether the JVM that holds `node` runs Comet."""
+    return _fallback_tag(node) is not None
+
+
+def fallback_reasons(node) -> list[str]:
+    """Why Comet left this operator to Spark, in Comet's words (sorted)."""
+    tag = _fallback_tag(node)
+    if tag is None:
+        return []
+    try:
+        found = node.getTagValue(tag)
+        if not found.isDefined():
+            return []
+        reasons = found.get().toList()
+        return sorted(str(reasons.apply(i)) for i in range(reasons.size()))
+    except Exception:  # an operator without tags
+        return []

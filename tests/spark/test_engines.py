@@ -1,0 +1,187 @@
+"""Native engines (`--engine comet`): the jar per Spark version, plans read in Spark's
+names, why Comet left a join to Spark, the `native` expectation, and a Spark version
+without a jar skipping every case. A real Comet session needs Spark 3.5 or 4.1 (the
+matrix); this PySpark's run checks what holds without one."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.check import expect
+from harness.spark import comet, engines
+
+ROOT = Path(__file__).resolve().parents[2]
+# The plugin by module, where the environment has no entry point for it (a matrix env).
+PLUGIN = ["-p", "no:join_harness", "-p", "harness.plugin"]
+
+SCENARIO = """\
+id: under_an_engine
+description: a sort-merge join, expected to run natively under Comet
+tables:
+  a: {rows: 100, columns: {k: {sequence: {}}}}
+  b: {rows: 100, columns: {k: {sequence: {}}}}
+join: {left: a, right: b, on: [k]}
+spark_conf: {spark.sql.autoBroadcastJoinThreshold: -1, spark.sql.adaptive.enabled: false}
+expect:
+  strategy: SortMergeJoin
+  rows: 100
+  overrides:
+    - when: {engine: comet}
+      native: true
+"""
+
+
+def test_a_jar_for_each_spark_minor_comet_publishes_and_none_for_the_others():
+    assert engines.runtime_for("comet", "4.1.4").words() == "org.apache.datafusion:comet-spark-spark4.1_2.13:1.2.0"
+    assert engines.runtime_for("comet", "3.5.9").words() == "org.apache.datafusion:comet-spark-spark3.5_2.12:0.12.0"
+    assert engines.runtime_for("comet", "4.3.0") is None and engines.runtime_for("comet", "3.4.4") is None
+    assert engines.not_available("comet", "4.3.0") == \
+        "not available: comet publishes no jar for Spark 4.3 (it does for Spark 3.5, 4.1)"
+
+
+def test_an_unknown_engine_is_one_line():
+    with pytest.raises(engines.UnknownEngine, match=r"^--engine 'velox': not an engine the harness knows "
+                                                     r"\(known: comet\)$"):
+        engines.named("velox")
+    assert engines.named("") is None
+
+
+def test_an_engine_s_operators_read_as_the_spark_operators_they_replace():
+    assert engines.spark_name("CometSortMergeJoin") == "SortMergeJoin" and engines.is_native("CometSortMergeJoin")
+    assert engines.spark_name("CometHashJoin") == "ShuffledHashJoin"
+    assert engines.spark_name("CometExchange") == engines.spark_name("CometColumnarExchange") == "Exchange"
+    assert engines.spark_name("SortMergeJoin") == "SortMergeJoin" and not engines.is_native("SortMergeJoin")
+    assert engines.spark_class("CometShuffleExchange") == "ShuffleExchange"
+
+
+def test_the_session_configs_are_the_harness_s():
+    confs = comet.session_confs(Path("/jars/comet.jar"))
+    assert confs["spark.plugins"] == "org.apache.spark.CometPlugin"
+    assert confs["spark.shuffle.manager"].endswith("CometShuffleManager")
+    assert set(comet.OWN_CONFS) >= {"spark.plugins", "spark.shuffle.manager", "spark.memory.offHeap.size"}
+
+
+def _join(native, fallback=None):
+    return {"strategy": "SortMergeJoin", "build_side": "none", "null_aware": False, "native": native,
+            "fallback": fallback}
+
+
+def test_a_native_expectation_names_why_the_engine_left_the_join_to_spark():
+    reasons = ["Range: Native support for operator RangeExec is disabled."]
+    assert expect._compare_native(True, [_join(True)], "final") == []
+    assert expect._compare_native(True, [_join(False, reasons)], "final") == [
+        "final plan: expected a native SortMergeJoin, Spark ran it (Range: Native support for operator RangeExec "
+        "is disabled.)"]
+    assert expect._compare_native(False, [_join(True)], "final") == [
+        "final plan: expected SortMergeJoin left to Spark, it ran natively"]
+
+
+def test_a_native_expectation_cannot_pass_without_an_engine():
+    [problem] = expect._compare_native(True, [_join(None)], "initial")
+    assert problem.startswith("native: this run has no native engine (run with --engine comet)")
+
+
+def test_a_native_answer_that_is_not_spark_s_is_named_with_both_answers():
+    from harness.core.records import Observation
+    same = Observation(executed=True, rows=10, checksum="00ab",
+                       engine_reference={"rows": 10, "checksum": "00ab", "source": "this session, comet off"})
+    assert expect.engine_answer_differs(same) is None
+    wrong = Observation(executed=True, rows=10, checksum="00ab",
+                        engine_reference={"rows": 9, "checksum": "00cd", "source": "this session, comet off"})
+    assert expect.engine_answer_differs(wrong) == (
+        "the engine's answer is not Spark's: 10 rows, checksum 00ab; Spark (this session, comet off): "
+        "9 rows, checksum 00cd")
+    assert expect.engine_answer_differs(Observation(executed=True, rows=10, checksum="00ab")) is None
+
+
+def test_an_override_for_an_engine_applies_only_under_it(write_scenario):
+    from harness.scenario.model import expand, load_scenario
+    case = expand(load_scenario(write_scenario(SCENARIO)))[0]
+    assert "native" not in expect.resolve(case, "4.1.4")
+    assert expect.resolve(case, "4.1.4", engine="comet")["native"] is True
+    assert expect.engine_of({"spark": "4.1.4", "engine": "comet 1.2.0"}) == "comet"
+    assert expect.engine_of({"spark": "4.1.4"}) == ""
+
+
+@pytest.mark.skipif(engines.runtime_for("comet", __import__("pyspark").__version__) is not None,
+                    reason="this PySpark has a Comet jar: the matrix runs it")
+def test_a_spark_without_a_jar_skips_every_case_and_reports_beside_the_plain_ones(write_scenario, tmp_path):
+    path = write_scenario(SCENARIO)
+    reports = tmp_path / "reports"
+    proc = subprocess.run([sys.executable, "-m", "pytest", str(path), "-q", "-p", "no:cacheprovider", *PLUGIN,
+                           "--engine", "comet", "--report-dir", str(reports), "--no-agree"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    import pyspark
+    results = json.loads((reports / "comet" / pyspark.__version__ / "results.json").read_text())
+    [record] = results["cases"]
+    assert record["status"] == "skipped", proc.stdout[-2000:]
+    assert record["message"].startswith("not available: comet publishes no jar for Spark")
+    assert not (reports / pyspark.__version__).exists()
+
+
+def test_an_unknown_engine_on_the_command_line_is_one_line(write_scenario, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "pytest", str(write_scenario(SCENARIO)), "-q", "-p",
+                           "no:cacheprovider", *PLUGIN, "--engine", "velox", "--no-report"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "ERROR: --engine 'velox': not an engine the harness knows (known: comet)" in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+@pytest.mark.skipif(engines.runtime_for("comet", __import__("pyspark").__version__) is None,
+                    reason="Comet publishes no jar for this PySpark (3.5 and 4.1 run it)")
+def test_under_comet_a_join_runs_natively_or_says_why_not(write_scenario, tmp_path):
+    """Measured on 4.1.4 (Comet 1.2.0) and 3.5.9 (0.12.0): the sort-merge join over
+    generated tables runs natively; the broadcast join is left to Spark, because the
+    generated tables are Spark's Range, which Comet does not run by default."""
+    broadcast = SCENARIO.replace("id: under_an_engine", "id: under_an_engine_broadcast").replace(
+        "spark.sql.autoBroadcastJoinThreshold: -1", "spark.sql.autoBroadcastJoinThreshold: 10485760").replace(
+        "strategy: SortMergeJoin", "strategy: BroadcastHashJoin").replace("native: true", "native: false")
+    paths = [str(write_scenario(broadcast, "broadcast.yaml")), str(write_scenario(SCENARIO))]
+    reports = tmp_path / "reports"
+    proc = subprocess.run([sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider",
+                           *PLUGIN, "--engine", "comet", "--report-dir", str(reports), "--no-agree"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    import pyspark
+    found = reports / "comet" / pyspark.__version__ / "results.json"
+    assert found.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads(found.read_text())
+    assert results["versions"]["engine"].startswith("comet ")
+    by_id = {record["case_id"]: record for record in results["cases"]}
+    native = by_id["under_an_engine"]
+    assert native["status"] == "passed", (native["message"], proc.stdout[-2000:])
+    assert native["observed"]["initial"]["joins"][0]["native"] is True
+    reference = native["observed"]["engine_reference"]   # Spark's own answer, the engine off
+    assert (reference["rows"], reference["checksum"]) == (100, native["observed"]["checksum"])
+    assert reference["source"] == "this session, comet off"
+    left = by_id["under_an_engine_broadcast"]
+    assert left["status"] == "passed", left["message"]
+    top = left["observed"]["initial"]["joins"][0]
+    assert top["native"] is False and any(reason.startswith("Range: ") for reason in top["fallback"])
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("spark.comet.enabled", False, "is set by the harness for a native engine's session"),
+    ("spark.comet.exec.shuffle.enabled", True, "is set by the harness"),
+    ("spark.comet.memoryOverhead", True, "is set by the harness"),
+    ("spark.comet.exec.range.enabled", "yes", "a scenario may set its booleans only"),
+])
+def test_what_a_scenario_may_not_set_of_an_engine_is_one_line(write_scenario, key, value, says):
+    from harness.scenario.confs import ConfError, check
+    with pytest.raises(ConfError, match=says):
+        check(key, value)
+
+
+def test_an_engine_boolean_is_set_where_the_engine_runs_and_left_out_where_it_does_not(session):
+    from harness.spark import conf_registry
+    spark = session.spark
+    conf_registry.check_settings(spark, {"spark_conf": {"spark.comet.exec.range.enabled": True}})
+    declared = engines.declared_booleans(spark)
+    # Comet 1.2.0 declares it; 0.12.0 does not (measured): there, and without Comet, left out
+    assert conf_registry.declared_here(spark, "spark.comet.exec.range.enabled") == \
+        (declared is not None and "spark.comet.exec.range.enabled" in declared)
+    with pytest.raises(conf_registry.ConfRefused, match="not a boolean config of any engine version the harness "
+                                                        "loads .did you mean 'spark.comet.exec.range.enabled'"):
+        conf_registry.check_settings(spark, {"spark_conf": {"spark.comet.exec.rnage.enabled": True}})
