@@ -23,23 +23,45 @@ from harness.report import diff
 from harness.report.pages import jinja_env, script_json
 from harness.report.plan_pictures import PlanPictures
 from harness.report.version_report import top_join
+from harness.spark.engines import ENGINES
+
+
+def engine_label(version: str, engine: str) -> str:
+    """The column of a version's run under a native engine: `4.1.4 comet`."""
+    return f"{version} {engine}"
+
+
+def folder_of(label: str) -> str:
+    """A column's report folder, relative to the merged page: `4.1.4`, `comet/4.1.4`."""
+    version, _, engine = label.partition(" ")
+    return f"{engine}/{version}" if engine in ENGINES else label
+
+
+def _column_sort_key(label: str):
+    version, _, engine = label.partition(" ")
+    return (*version_sort_key(version), engine if engine in ENGINES else "")
 
 
 def load_all(report_dir: str | Path, drawings: PlanPictures | None = None) -> dict[str, dict]:
-    """version → results.json, for every reports/<version>/results.json, oldest first;
+    """column → results.json, for every reports/<version>/results.json and, beside them,
+    every run under a native engine (reports/<engine>/<version>/: column `<version>
+    <engine>`), oldest version first, each engine's column after the plain one;
     `drawings` reads back the pictures kept beside each."""
     found = {}
-    for path in Path(report_dir).glob("*/results.json"):
+    paths = [(path, path.parent.name) for path in Path(report_dir).glob("*/results.json")]
+    paths += [(path, engine_label(path.parent.name, engine)) for engine in ENGINES
+              for path in Path(report_dir).glob(f"{engine}/*/results.json")]
+    for path, label in paths:
         try:
             text = path.read_text(encoding="utf-8")
             doc = json.loads(text)
         except (OSError, ValueError):
             continue  # not ours, or from an incompatible release: the page shows the others
         if isinstance(doc, dict) and isinstance(doc.get("cases"), list) and isinstance(doc.get("summary"), dict):
-            found[path.parent.name] = doc
+            found[label] = doc
             if drawings is not None:
                 drawings.read_back(path.parent, doc, text)
-    return {v: found[v] for v in sorted(found, key=version_sort_key)}
+    return {v: found[v] for v in sorted(found, key=_column_sort_key)}
 
 
 def _plan_label(record: dict, which: str) -> str:
@@ -189,7 +211,8 @@ def write_merged(report_dir: str | Path, drawings: PlanPictures | None = None) -
         results = load_all(report_dir, drawings)
         if not results:
             return None
-        return write_merged_from(results, Path(report_dir) / "index.html", drawings=drawings)
+        return write_merged_from(results, Path(report_dir) / "index.html", drawings=drawings,
+                                 links={label: folder_of(label) for label in results})
 
 
 def write_merged_from(results: dict[str, dict], target: Path, links: dict[str, str] | None = None,

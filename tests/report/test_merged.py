@@ -69,3 +69,20 @@ def test_the_merged_page_reads_back_each_versions_pictures_and_never_a_stale_one
     json_path.write_text(json_path.read_text() + "\n")  # results changed since: the pictures are not theirs
     again = merged.matrix_data(merged.load_all(tmp_path, drawings := plan_pictures.PlanPictures()), drawings=drawings)
     assert drawn == ["c[inner]"] and again["trees"] == first["trees"]
+
+
+def test_runs_under_a_native_engine_are_columns_beside_the_plain_ones(tmp_path):
+    for folder, version, strategy in (("4.1.4", "4.1.4", "SortMergeJoin"), ("comet/4.1.4", "4.1.4", "SortMergeJoin"),
+                                      ("comet/3.5.9", "3.5.9", "BroadcastHashJoin"), ("3.5.9", "3.5.9", "SortMergeJoin")):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "results.json").write_text(json.dumps(result(version, strategy)))
+    results = merged.load_all(tmp_path)
+    assert list(results) == ["3.5.9", "3.5.9 comet", "4.1.4", "4.1.4 comet"]  # engine × version
+    assert [merged.folder_of(label) for label in results] == ["3.5.9", "comet/3.5.9", "4.1.4", "comet/4.1.4"]
+    data = merged.matrix_data(results)
+    assert data["upgrades"]["3.5.9|3.5.9 comet"]["strategy"] == [
+        ("c[inner]", "initial: SortMergeJoin → BroadcastHashJoin (build right)")]
+    page = merged.write_merged(tmp_path).read_text()
+    assert 'comet/4.1.4/index.html' in page or 'comet/4.1.4' in page
+    # the engine's own folder keeps its own page, of its versions only
+    assert list(merged.load_all(tmp_path / "comet")) == ["3.5.9", "4.1.4"]
