@@ -152,6 +152,7 @@ def why_lines(record: dict) -> list[str]:
     shuffles = shuffle_words(observed)
     if shuffles:
         lines.append(shuffles)
+    lines += engine_lines(observed)
     lines += stream_step_lines(observed)
     conf = observed.get("conf") or {}
     if conf:
@@ -164,6 +165,26 @@ def why_lines(record: dict) -> list[str]:
         lines.append(unavailable_words(observed["unavailable"]))
     if observed.get("undefined_conf"):
         lines.append(undefined_conf_words(observed["undefined_conf"], (record.get("versions") or {}).get("spark", "?")))
+    return lines
+
+
+def engine_lines(observed: dict, limit: int = 5) -> list[str]:
+    """Under a native engine: where the top join ran, why the engine left it to Spark,
+    and the engine's answer against Spark's own."""
+    view = observed.get("final") or observed.get("initial") or {}
+    top = (view.get("joins") or [None])[0]
+    lines = []
+    if top and top.get("native") is not None:
+        lines.append(f"engine: {top['strategy']} ran " + ("natively" if top["native"] else "in Spark"))
+        reasons = top.get("fallback") or []
+        lines += [f"engine left it to Spark: {reason}" for reason in reasons[:limit]]
+        if len(reasons) > limit:
+            lines.append(f"... {len(reasons) - limit} more reasons")
+    reference = observed.get("engine_reference")
+    if reference:
+        same = (observed.get("rows"), observed.get("checksum")) == (reference["rows"], reference["checksum"])
+        lines.append(f"Spark's own answer ({reference['source']}): {reference['rows']} rows, checksum "
+                     f"{reference['checksum']}" + (" — the same" if same else " — DIFFERENT"))
     return lines
 
 

@@ -88,3 +88,15 @@ def test_why_a_side_read_from_iceberg_is_or_is_not_shuffled():
     assert "left 1 exchange below although orders is grouped by its partitions: the two sides' partitionings are " \
            "not compatible" in words
     assert "unset or not on this version: spark.sql.sources.v2.bucketing.pushPartValues.enabled" in words
+
+
+def test_under_an_engine_the_page_says_where_the_join_ran_why_and_spark_s_own_answer():
+    from harness.observe.describe import engine_lines
+    observed = {"initial": {"joins": [{"strategy": "BroadcastHashJoin", "native": False,
+                                       "fallback": ["Range: Range is not supported"]}]},
+                "rows": 5, "checksum": "00aa",
+                "engine_reference": {"rows": 5, "checksum": "00ab", "source": "this session, comet off"}}
+    assert engine_lines(observed) == [
+        "engine: BroadcastHashJoin ran in Spark", "engine left it to Spark: Range: Range is not supported",
+        "Spark's own answer (this session, comet off): 5 rows, checksum 00ab — DIFFERENT"]
+    assert engine_lines({"initial": {"joins": [{"strategy": "SortMergeJoin", "native": None}]}}) == []
