@@ -29,6 +29,9 @@ class SparkError:
 # What a deployment could not observe or run (Spark Connect), in the words records use.
 UNAVAILABLE = "unavailable"
 NOT_RUN = "not run through Spark Connect"
+# How a case begins its message when this Spark has no package it needs (an Iceberg
+# runtime, a Delta release, a native engine's jar): skipped, and compared with nothing.
+NOT_AVAILABLE = "not available"
 NOT_CHECKABLE = "not checkable on this deployment"
 # A case that passed on everything it could check, whose only unobservable expectation is
 # its hint warnings (Spark Connect returns no driver log): passed, saying so.

@@ -15,7 +15,7 @@ import functools
 import json
 from typing import NamedTuple
 
-from harness.core.records import NOT_CHECKABLE, NOT_RUN, UNAVAILABLE
+from harness.core.records import NOT_AVAILABLE, NOT_CHECKABLE, NOT_RUN, UNAVAILABLE
 from harness.core.vocab import COST_SIDE_FIELDS, COST_SIZES, describe_join
 from harness.report.version_report import top_join, version_dir
 
@@ -24,7 +24,8 @@ UNSEEN = "unavailable"
 
 KINDS = ("not comparable", "known bug", "strategy", "build side", "adaptive", "condition", "result", "error",
          "warnings", "cost", "status", "only in one version", UNSEEN)
-NOT_COMPARABLE = {"timeout": "timed out", "WorkerLost": "its worker process was lost"}
+NOT_COMPARABLE = {"timeout": "timed out", "WorkerLost": "its worker process was lost",
+                  NOT_AVAILABLE: "needs a package or an engine jar that is not available"}
 
 
 def _plan(record: dict, which: str) -> tuple[str, str]:
@@ -48,6 +49,8 @@ def incomparable(record: dict) -> str:
         return NOT_COMPARABLE["timeout"]
     if record["status"] == "skipped" and record["message"].startswith(NOT_RUN):
         return NOT_RUN
+    if record["status"] == "skipped" and record["message"].startswith(NOT_AVAILABLE):
+        return NOT_COMPARABLE[NOT_AVAILABLE]
     if (record["observed"].get("error") or {}).get("class") == "WorkerLost":
         return NOT_COMPARABLE["WorkerLost"]
     return ""

@@ -91,6 +91,15 @@ def test_a_timed_out_or_lost_case_is_not_comparable():
     assert not grouped["strategy"] and not grouped["error"]
 
 
+def test_a_case_whose_package_or_engine_a_version_lacks_is_not_a_strategy_change():
+    skipped = fake_record("a", None, status="skipped")
+    skipped["message"] = "not available: comet publishes no jar for Spark 4.3 (it does for Spark 3.5, 4.1)"
+    grouped = diff.diff_results({"cases": [fake_record("a", "BroadcastHashJoin")]}, {"cases": [skipped]})
+    assert grouped["not comparable"] == [
+        ("a", "needs a package or an engine jar that is not available on the new version (passed → skipped)")]
+    assert not grouped["strategy"]
+
+
 def test_what_a_deployment_cannot_see_or_run_is_never_a_change():
     """Local mode against Spark Connect: a build side Connect cannot see, warnings it does
     not send, a case it cannot run, an expectation it cannot check."""
