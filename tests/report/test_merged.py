@@ -25,6 +25,7 @@ def test_versions_side_by_side_with_changes_marked(tmp_path):
     page = merged.write_merged(tmp_path).read_text()
     body = page.split("<body>")[1]
     assert "c[inner]" in page and "</script>" in page
+    assert "0 of 1</td>" in body and "built-in method" not in body  # the reused column counts items
     # self-contained: nothing is fetched (links to a JIRA are links, not loads)
     assert not re.search(r"""(src|href)=["']?https?://(?!issues\.apache\.org/jira/)""", body)
     assert "<link" not in body and "<script src" not in body
