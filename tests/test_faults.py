@@ -92,8 +92,8 @@ def test_a_dead_jvm_and_a_lost_worker_each_fail_their_case_alone(pytester):
         import harness.check.runner as runner
         original = runner.observe
         def observe(session, scope, case, *args, **kwargs):
-            if case.scenario.id == "b_killer":  # the JVM dies in the middle of this case
-                os.kill(session.spark.sparkContext._gateway.proc.pid, signal.SIGKILL)
+            if case.scenario.id == "b_killer":  # the JVM dies in the middle of this case, as a native crash would
+                os.kill(session.spark.sparkContext._gateway.proc.pid, signal.SIGSEGV)
                 time.sleep(1)
             return original(session, scope, case, *args, **kwargs)
         runner.observe = observe
@@ -110,4 +110,10 @@ def test_a_dead_jvm_and_a_lost_worker_each_fail_their_case_alone(pytester):
     assert {case: record["status"] for case, record in by_id.items()} == {
         "a_first": "passed", "b_killer": "error", "c_after": "passed", "d_doomed": "error", "e_last": "passed"}
     assert "worker process lost" in by_id["d_doomed"]["message"]
+    # said as what it is, with the JVM's own fatal-error log (never "connection refused")
+    assert by_id["b_killer"]["observed"]["error"]["class"] == "JvmDied"
+    assert by_id["b_killer"]["message"].startswith(
+        "unexpected error JvmDied: the Spark driver JVM died during the case: SIGSEGV in native code ("), \
+        by_id["b_killer"]["message"]
+    assert "join-harness-crashes/hs_err_pid" in by_id["b_killer"]["message"]
     assert (pytester.path / "out" / "index.html").exists()

@@ -353,7 +353,11 @@ def capture(session: Session, case: Case, execute: bool, collect_rows: bool) -> 
             observed.error = SparkError("ScenarioError", str(exc))
         except Exception as exc:  # Spark rejected or failed the query: that is an observation
             observed, plan_objects = so_far.get("observed") or Observation(), so_far.get("plans") or {}
-            observed.error = timeout_error(case, session) if scope.timed_out.is_set() else describe_error(exc)
+            if scope.timed_out.is_set():
+                observed.error = timeout_error(case, session)
+            else:
+                died = session.death()  # a native crash takes the JVM with it: said, never "connection refused"
+                observed.error = SparkError("JvmDied", died) if died else describe_error(exc)
         observed.warnings = scope.warnings()
         observed.undefined_conf = list(scope.undefined) or None
     if session.unavailable and observed.unavailable is None:  # a stream, or a case cut short

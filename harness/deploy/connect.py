@@ -130,6 +130,9 @@ class ConnectSession(Session):
     def run_action(self, action):
         return action(), RunStages.unknown(NO_STAGES)
 
+    def death(self) -> None:
+        return None  # the server's JVM is not this client's: a lost server is said by its gRPC error
+
     def alive(self) -> bool:
         try:
             self.spark.conf.get("spark.sql.shuffle.partitions")

@@ -11,6 +11,7 @@ import atexit
 import logging
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -138,8 +139,10 @@ class Session:
             _JVM_HINT_LOG.touch()
         self.hint_log = _JVM_HINT_LOG
         log4j2, log4j1 = _log_configs(self.workdir, self.hint_log)
+        CRASH_LOGS.mkdir(parents=True, exist_ok=True)
         java_opts = (f"-Dlog4j2.configurationFile=file:{log4j2} -Dlog4j.configuration=file:{log4j1} "
-                     f"{options.driver_jvm_flags} {class_data.driver_flags(options.class_data)}")
+                     f"{options.driver_jvm_flags} {class_data.driver_flags(options.class_data)} "
+                     f"-XX:ErrorFile={CRASH_LOGS}/hs_err_pid%p.log")
         builder = (SparkSession.builder.master(master).appName(f"join-harness-{os.getpid()}")
                    .config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false")
@@ -304,6 +307,16 @@ class Session:
             return True
         except Exception:
             return False
+
+    def death(self) -> str | None:
+        """Why the driver JVM is gone, in one line (None: it still answers): a fatal error
+        the JVM logged (a native crash: the signal and the native frame), else that it died."""
+        if self.jvm_reachable():
+            return None
+        from pyspark import SparkContext
+        proc = getattr(SparkContext._gateway, "proc", None)
+        log = CRASH_LOGS / f"hs_err_pid{proc.pid}.log" if proc is not None else None
+        return jvm_death_words(log if log is not None and log.exists() else None)
 
     # ---------------------------------------------------------------- configs
 
@@ -516,6 +529,28 @@ class CaseScope:
 
 
 Session.scope_class = CaseScope
+
+
+# Where a driver JVM that dies writes its fatal-error log (never into the checkout).
+CRASH_LOGS = Path(tempfile.gettempdir()) / "join-harness-crashes"
+_FATAL = re.compile(r"^#\s+(SIG\w+|EXCEPTION_\w+|Internal Error|Out of Memory Error)\b.*?$", re.MULTILINE)
+_FRAME = re.compile(r"^# Problematic frame:\n#\s+\w\s+\[([^\]+]+)[^\]]*\](?:[ \t]+(\S+))?", re.MULTILINE)
+
+
+def jvm_death_words(log: Path | None) -> str:
+    """A dead driver JVM in one line, from its fatal-error log where it wrote one."""
+    words = "the Spark driver JVM died during the case"
+    if log is None:
+        return words
+    text = log.read_text(errors="replace")[:20000]
+    fatal, frame = _FATAL.search(text), _FRAME.search(text)
+    if fatal:
+        words += f": {fatal.group(1)}"
+    if frame:
+        library = re.sub(r"-[0-9]{6,}", "", frame.group(1))  # Comet unpacks libcomet-<random>.so
+        symbol = re.sub(r"::h[0-9a-f]{16}.*$", "", frame.group(2) or "")
+        words += f" in native code ({library}{': ' + symbol if symbol else ''})"
+    return f"{words}; its log: {log}"
 
 
 def _with_jars(*confs: dict) -> dict:

@@ -18,7 +18,7 @@ from harness.store.results_store import ResultStore, RunStamp
 CASE, AGREEMENT = "case", "agreement"
 NEVER_REUSED = ("error", "timeout")
 # Errors that say something went wrong around the query rather than what Spark does with it.
-NOT_KEPT_ERRORS = ("Timeout", "WorkerLost", "ScenarioError")
+NOT_KEPT_ERRORS = ("Timeout", "WorkerLost", "ScenarioError", "JvmDied")
 
 
 class Reuse:
