@@ -220,7 +220,12 @@ def _repetition(name: str) -> tuple[str, int | None]:
 
 
 def store_folder(config) -> str:
-    return config.getoption("store") or str(Path(config.getoption("report_dir")).parent / DEFAULT_FOLDER)
+    """--store, else beside the report folder (an engine's reports are one level down, in
+    reports/<engine>/: its store is the plain runs' one, where its keys hold the engine)."""
+    report_dir = Path(config.getoption("report_dir"))
+    if _engine_option(config) and report_dir.name == _engine_option(config):
+        report_dir = report_dir.parent
+    return config.getoption("store") or str(report_dir.parent / DEFAULT_FOLDER)
 
 
 def _store_warning(message: str) -> None:
@@ -472,6 +477,8 @@ class ScenarioItem(pytest.Item):
             from harness.spark import executions
             # Each repetition runs anew: its executions are not shared with another's.
             executions.set_round(self.flake_run or 0)
+            # under an engine, Spark's own answer from a plain run the store holds
+            session.plain_answers = reuse.plain_answer if reuse is not None else None
             record = self._run(session)
             record.run = self.config._harness_stamp.to_json()
             if reuse is not None:

@@ -206,7 +206,7 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
         scope.check_timeout()
         observed.executed, observed.rows, observed.checksum = True, ran.rows, ran.checksum
         if ran.engine_reference is None:  # once per execution: a shared one carries it
-            ran.engine_reference = _engine_reference(session, frame)
+            ran.engine_reference = _engine_reference(session, case, frame)
         observed.engine_reference = ran.engine_reference
         final_plan = ran.plan
         if final_plan is not None:
@@ -261,11 +261,15 @@ def run_forced(session: Session, scope: CaseScope, join: dict, conf: dict, table
     return ForcedRun(top["strategy"], top["build_side"], ran.rows, ran.checksum, shared)
 
 
-def _engine_reference(session: Session, frame) -> dict | None:
-    """Under a native engine, Spark's own answer to the same query: planned afresh with
-    the engine off, in the same session (None without an engine)."""
+def _engine_reference(session: Session, case: Case, frame) -> dict | None:
+    """Under a native engine, Spark's own answer to the same query: a plain run's, where
+    the result store holds one, else planned afresh with the engine off in the same
+    session (None without an engine)."""
     if not session.engine_runtime:
         return None
+    stored = session.plain_answers(case) if session.plain_answers is not None else None
+    if stored is not None:
+        return stored
     conf = session.spark.conf
     off = engines.off_confs(session.engine)
     before = {key: conf.get(key, None) for key in off}

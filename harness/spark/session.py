@@ -116,6 +116,7 @@ class Session:
     engine = ""               # the native engine the run asked for (harness.spark.engines)
     engine_runtime: str | None = None   # its jar, where this Spark has one
     engine_problem: str | None = None   # why that jar could not be had
+    plain_answers = None      # case → Spark's own answer a plain run stored (harness.store.reuse), or None
 
     def __init__(self, options: RunOptions | None = None):
         options = options or RunOptions.from_env()

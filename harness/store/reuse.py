@@ -4,6 +4,7 @@ it; not found, the item runs and its observation is kept. A record judged `error
 `timeout` is never taken from the store: that item runs again."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Callable, Optional
 
@@ -47,6 +48,23 @@ class Reuse:
         from types import SimpleNamespace
         return SimpleNamespace(versions={"spark": self.env.spark, "engine": self.options.engine},
                                deployment=self.options.deployment, options=self.options)
+
+    @functools.cached_property
+    def _plain(self) -> "Reuse":
+        """The same store, seen by this run without its engine."""
+        return Reuse(dataclasses.replace(self.options, engine=""), self.store, self.stamp)
+
+    def plain_answer(self, case: Case) -> Optional[dict]:
+        """Under a native engine: the case's answer from a plain run of this Spark, where
+        the store holds one that executed (None: Spark's own answer must be run)."""
+        if not self.options.engine:
+            return None
+        stored = self.store.get(self._plain.key(case, CASE))
+        observed = (stored.payload.get("observed") or {}) if stored is not None else {}
+        if not observed.get("executed") or observed.get("error") or observed.get("rows") is None:
+            return None
+        return {"rows": observed["rows"], "checksum": observed["checksum"],
+                "source": f"a plain run: {stored.stamp.words()}"}
 
     def key(self, case: Case, kind: str) -> str:
         needs = {}

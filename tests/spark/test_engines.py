@@ -156,6 +156,18 @@ def test_under_comet_a_join_runs_natively_or_says_why_not(write_scenario, tmp_pa
     reference = native["observed"]["engine_reference"]   # Spark's own answer, the engine off
     assert (reference["rows"], reference["checksum"]) == (100, native["observed"]["checksum"])
     assert reference["source"] == "this session, comet off"
+
+    # a plain run of this Spark into the same store: the engine's next run takes Spark's
+    # answer from it instead of running the query again with the engine off
+    store = ["--store", str(tmp_path / "store")]
+    subprocess.run([sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", *PLUGIN,
+                    "--report-dir", str(reports), "--no-agree", *store], cwd=ROOT, capture_output=True, timeout=600)
+    subprocess.run([sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", *PLUGIN, "--engine",
+                    "comet", "--fresh", "--report-dir", str(reports), "--no-agree", *store],
+                   cwd=ROOT, capture_output=True, timeout=600)
+    again = {r["case_id"]: r for r in json.loads(found.read_text())["cases"]}["under_an_engine"]
+    assert again["status"] == "passed", again["message"]
+    assert again["observed"]["engine_reference"]["source"].startswith("a plain run: run "), again["observed"]
     left = by_id["under_an_engine_broadcast"]
     assert left["status"] == "passed", left["message"]
     top = left["observed"]["initial"]["joins"][0]
