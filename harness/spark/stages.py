@@ -41,9 +41,10 @@ class RunStages:
             return "the run started no Spark job"
         store = self.spark._jsc.sc().statusStore()
         tracker = self.spark.sparkContext.statusTracker()
-        stage_ids = sorted({stage for job in self.job_ids for stage in _stage_ids(tracker, job)}, reverse=True)
         if rdd_id is None:  # a job's result stage is created after its parents: the highest id
             stage_ids = sorted(_stage_ids(tracker, self.job_ids[-1]), reverse=True)[:1]
+        else:
+            stage_ids = sorted({stage for job in self.job_ids for stage in _stage_ids(tracker, job)}, reverse=True)
         for stage_id in stage_ids:
             stage = store.lastStageAttempt(stage_id)
             if str(stage.status().toString()) != COMPLETE:
