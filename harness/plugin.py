@@ -104,10 +104,9 @@ def pytest_configure(config):
         # Never into the local runs' folder: results merge by case id there.
         config.option.report_dir = str(Path(REPORTS) / "connect")
     engine = _engine_option(config)
-    if engine and Path(config.getoption("report_dir")).name != engine:
-        # An engine's reports beside the plain ones, never mixed into them (an xdist
-        # worker gets the controller's options, already pointing there).
-        config.option.report_dir = str(Path(config.getoption("report_dir")) / engine)
+    # An engine's reports beside the plain ones, never mixed into them (an xdist worker
+    # gets the controller's options, already pointing there).
+    config.option.report_dir = str(version_report.engine_report_dir(config.getoption("report_dir"), engine))
     if _reporting(config) and not _report_dir_writable(config):
         config.option.no_report = True
     if _reporting(config):

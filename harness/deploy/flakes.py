@@ -84,11 +84,17 @@ def main(paths: list[str], runs: int, stress: int, report_dir: str, workers: str
         print(f"flakes: no item selected by {' '.join(paths or ['scenarios'])}"
               f"{f' -k {keyword!r}' if keyword else ''}", file=sys.stderr)
         return 2
-    found = _flakes_of(report_dir)
+    found = _flakes_of(str(version_report_dir(report_dir)))
     if found is None:
         print(f"flakes: the run wrote no results under {report_dir} (pytest exit {done.returncode})", file=sys.stderr)
         return 2
     return 1 if any(not flip["spark_variation"] for flip in found["flips"]) else 0
+
+
+def version_report_dir(report_dir: str):
+    """The run's report folder: under a native engine (HARNESS_ENGINE), REPORT_DIR/<engine>/."""
+    from harness.report.version_report import engine_report_dir
+    return engine_report_dir(report_dir, os.environ.get("HARNESS_ENGINE", ""))
 
 
 def _flakes_of(report_dir: str) -> dict | None:

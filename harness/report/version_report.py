@@ -41,6 +41,13 @@ def version_dir(report_dir: str | os.PathLike, spark_version: str) -> Path:
     return Path(report_dir) / spark_version
 
 
+def engine_report_dir(report_dir: str | os.PathLike, engine: str) -> Path:
+    """Where a run under a native engine writes its reports: beside the plain ones, in
+    REPORT_DIR/<engine>/ (a folder already named for the engine is kept)."""
+    report_dir = Path(report_dir)
+    return report_dir / engine if engine and report_dir.name != engine else report_dir
+
+
 def top_join(record: dict, which: str) -> dict | None:
     observed = record.get("observed") or {}
     plan = observed.get(which) or {}

@@ -197,3 +197,13 @@ def test_an_engine_boolean_is_set_where_the_engine_runs_and_left_out_where_it_do
     with pytest.raises(conf_registry.ConfRefused, match="not a boolean config of any engine version the harness "
                                                         "loads .did you mean 'spark.comet.exec.range.enabled'"):
         conf_registry.check_settings(spark, {"spark_conf": {"spark.comet.exec.rnage.enabled": True}})
+
+
+def test_an_engine_run_reports_beside_the_plain_ones_and_the_flake_finder_reads_it_there(monkeypatch):
+    from harness.deploy import flakes
+    from harness.report.version_report import engine_report_dir
+    assert engine_report_dir("reports", "comet") == Path("reports/comet")
+    assert engine_report_dir("reports/comet", "comet") == Path("reports/comet")   # an xdist worker's options
+    assert engine_report_dir("reports", "") == Path("reports")
+    monkeypatch.setenv("HARNESS_ENGINE", "comet")
+    assert flakes.version_report_dir("reports/flakes") == Path("reports/flakes/comet")
