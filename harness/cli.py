@@ -126,6 +126,8 @@ def _conf_keys_parser(commands) -> None:
     keys = commands.add_parser("conf-keys", help="measure the SQL config keys each Spark version declares "
                                                  "(harness/scenario/spark_sql_conf_keys.json)")
     keys.add_argument("versions", nargs="*", help="Spark versions (default: the matrix's)")
+    keys.add_argument("--engine", help="measure this native engine's own configs instead, on each Spark it "
+                                       "publishes a jar for (harness/spark/<engine>_conf_keys.json)")
 
 
 def _flakes_parser(commands) -> None:
@@ -148,6 +150,13 @@ def _flakes(args, root) -> int:
 
 def _conf_keys(args, root) -> int:
     from harness.deploy import conf_keys
+    if args.engine:
+        from harness.spark.engines import UnknownEngine
+        try:
+            return conf_keys.engine_main(args.engine)
+        except UnknownEngine as exc:
+            print(exc)
+            return 2
     return conf_keys.main(args.versions)
 
 

@@ -4,7 +4,11 @@ matrix declares, read from each version's own registry (`python -m harness conf-
 The scenario checks use it to tell a key that this Spark does not declare but another
 does ("not defined on Spark 3.0.3: no effect": the case runs) from a misspelt one (a
 did-you-mean from this Spark's registry; the file fails). Measured, never written by hand:
-run it again when a version is added to the matrix."""
+run it again when a version is added to the matrix.
+
+`--engine comet` measures a native engine's own configs the same way, with each one's
+kind (boolean, number, string) from its converter, per engine version: the engine
+module's KEYS_FILE (harness/spark/comet_conf_keys.json)."""
 from __future__ import annotations
 
 import json
@@ -15,6 +19,7 @@ from pathlib import Path
 from harness.core.files import atomic_write_text
 from harness.deploy import matrix
 from harness.scenario.confs import KEYS_FILE
+from harness.spark import engines
 
 DUMP = ("import json\n"
         "from pyspark.sql import SparkSession\n"
@@ -59,4 +64,65 @@ def main(versions: list[str], log=print) -> int:
             by_key.setdefault(key, []).append(spark)
     atomic_write_text(KEYS_FILE, keys_document(versions, by_key))
     log(f"{len(by_key)} keys written to {KEYS_FILE}")
+    return 0
+
+
+ENGINE_DUMP = ("import json, sys\n"
+               "from pathlib import Path\n"
+               "from pyspark.sql import SparkSession\n"
+               "from harness.spark import engines\n"
+               "from harness.spark.conf_registry import engine_kinds\n"
+               "builder = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false')\n"
+               "for key, value in engines.named(sys.argv[1]).session_confs(Path(sys.argv[2])).items():\n"
+               "    builder = builder.config(key, value)\n"
+               "spark = builder.getOrCreate()\n"
+               "print('KEYS ' + json.dumps([engines.named(sys.argv[1]).version_of(spark), engine_kinds(spark)]))\n"
+               "spark.stop()\n")
+
+
+def engine_keys_of(name: str, spark: str, python: Path, jar: Path) -> tuple[str, dict[str, str]]:
+    """(the engine's version, key → kind) as a session of `spark` with the engine reads them."""
+    env = dict(os.environ, PYTHONPATH=str(matrix.ROOT), PYSPARK_PYTHON=str(python))
+    done = subprocess.run([str(python), "-c", ENGINE_DUMP, name, str(jar)], capture_output=True, text=True, env=env,
+                          timeout=600, cwd=matrix.ROOT)
+    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("KEYS ")), None)
+    if line is None:
+        raise RuntimeError(f"{name} on Spark {spark}: no keys ({done.stderr.strip().splitlines()[-1:] or 'no output'})")
+    version, kinds = json.loads(line[5:])
+    if not version or not kinds:
+        raise RuntimeError(f"{name} on Spark {spark}: the engine did not load")
+    return version, kinds
+
+
+def engine_keys_document(name: str, measured: dict[str, dict]) -> str:
+    lines = [f"  {json.dumps(key)}: {json.dumps(measured[key])}" for key in sorted(measured)]
+    return ("{\n" f'"about": "configs each {name} version\'s own registry declares, with their kind '
+            f'(python -m harness conf-keys --engine {name})",\n"keys": {{\n' + ",\n".join(lines) + "\n}}\n")
+
+
+def engine_main(name: str, log=print) -> int:
+    """Measure the engine's configs on the newest matrix version of each Spark minor it
+    publishes a jar for."""
+    from harness.spark.jvm_packages import default_cache, ensure_jar
+    engine = engines.named(name)
+    measured: dict[str, dict] = {}
+    for minor, coordinate in sorted(engine.RUNTIMES.items()):
+        spark = max((v for v in matrix.DEFAULT_VERSIONS if engines.spark_minor(v) == minor),
+                    key=lambda v: tuple(int(p) for p in v.split(".")), default=None)
+        if spark is None:
+            log(f"{name} {coordinate.version}: Spark {minor} is not in the matrix")
+            return 1
+        python = matrix.ensure_env(spark, log)
+        if python is None:
+            return 1
+        version, kinds = engine_keys_of(name, spark, python, ensure_jar(coordinate, default_cache()))
+        log(f"{name} {version} on Spark {spark}: {len(kinds)} configs")
+        for key, kind in kinds.items():
+            entry = measured.setdefault(key, {"kind": kind, "versions": []})
+            if entry["kind"] != kind:
+                log(f"{key}: {kind} in {name} {version}, {entry['kind']} before: kept as string")
+                entry["kind"] = "string"
+            entry["versions"].append(version)
+    atomic_write_text(engine.KEYS_FILE, engine_keys_document(name, measured))
+    log(f"{len(measured)} configs written to {engine.KEYS_FILE}")
     return 0

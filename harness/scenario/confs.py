@@ -38,6 +38,10 @@ VETTED_STRINGS: dict[str, object] = {
     "spark.sql.streaming.multipleWatermarkPolicy": ("MIN", "MAX"),
     "spark.sql.parquet.outputTimestampType": ("INT96", "TIMESTAMP_MICROS", "TIMESTAMP_MILLIS"),
     "spark.sql.sources.partitionOverwriteMode": ("STATIC", "DYNAMIC"),
+    # Comet's (harness.spark.comet): its shuffle (1.x, 0.x) and its parquet scan (0.x)
+    "spark.comet.shuffle.mode": ("AUTO", "NATIVE", "JVM"),
+    "spark.comet.exec.shuffle.mode": ("AUTO", "NATIVE", "JVM"),
+    "spark.comet.scan.impl": ("AUTO", "NATIVE_COMET", "NATIVE_DATAFUSION", "NATIVE_ICEBERG_COMPAT"),
 }
 
 # Families refused whatever a Spark version declares: they name classes, catalogs, files
@@ -61,10 +65,12 @@ def is_iceberg_conf(key: str) -> bool:
 
 
 # A native engine's own session configs (harness.spark.engines), declared in no Spark
-# registry: a scenario may set the engine's booleans (its own registry says which, at
-# collection, where the engine runs), never what the harness sets to load it and size it.
+# registry: a scenario may set the engine's booleans, numbers, sizes and durations and its
+# vetted strings (its own registry and converters decide, at collection, where the engine
+# runs), never what the harness sets to load it, size its memory and disk, or what it logs.
 ENGINE_CONF_PREFIX = "spark.comet."
 ENGINE_OWN = re.compile(r"^spark\.comet\.(?:enabled|exec\.enabled|exec\.shuffle\.enabled|shuffle\.enabled|"
+                        r"maxTempDirectorySize|testing\.[\w.]*|"
                         r"[\w.]*(?:memory|Memory|onHeap|offHeap|nativeLoad|debug|explain|log|metrics)[\w.]*)$")
 
 
@@ -85,11 +91,7 @@ def check(key: str, value) -> None:
     if is_engine_conf(key):
         if ENGINE_OWN.match(key):
             raise ConfError(f"'{key}' is set by the harness for a native engine's session (how it loads, its "
-                            "memory, what it logs): a scenario may not set it")
-        if not isinstance(value, bool):
-            raise ConfError(f"'{key}' is a native engine's config: a scenario may set its booleans only, "
-                            f"not {value!r}")
-        return
+                            "memory and disk, what it logs): a scenario may not set it")
     if is_iceberg_conf(key):
         if key not in ICEBERG_CONFS:
             raise ConfError(f"'{key}' is not one of Iceberg's configs a scenario may set ({', '.join(ICEBERG_CONFS)})")
@@ -98,7 +100,7 @@ def check(key: str, value) -> None:
         return
     if isinstance(value, dict):  # {estimate_of: side, times, plus}: a size in bytes (the schema checks its shape)
         if key in VETTED_STRINGS:
-            raise ConfError(f"'{key}' takes a {_describe(VETTED_STRINGS[key])}; only sizes in bytes may be "
+            raise ConfError(f"'{key}' takes a {describe(VETTED_STRINGS[key])}; only sizes in bytes may be "
                             "given as estimate_of")
         return
     if isinstance(value, float) and not math.isfinite(value):
@@ -106,7 +108,7 @@ def check(key: str, value) -> None:
     if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
         raise ConfError(f"'{key}': a value of {len(value)} characters (at most {MAX_VALUE_CHARS}): {value[:40]!r}...")
     if key in VETTED_STRINGS and not _fits(VETTED_STRINGS[key], value):
-        raise ConfError(f"'{key}' takes a {_describe(VETTED_STRINGS[key])}, not {value!r}")
+        raise ConfError(f"'{key}' takes a {describe(VETTED_STRINGS[key])}, not {value!r}")
 
 
 def _fits(kind, value) -> bool:
@@ -119,7 +121,7 @@ def _fits(kind, value) -> bool:
     return value.upper() in kind
 
 
-def _describe(kind) -> str:
+def describe(kind) -> str:
     return "value " + "/".join(kind) if isinstance(kind, tuple) else kind
 
 

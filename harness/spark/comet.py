@@ -65,27 +65,37 @@ def session_confs(jar: Path) -> dict:
             "spark.memory.offHeap.enabled": "true", "spark.memory.offHeap.size": OFF_HEAP}
 
 
-# Comet's boolean configs per Comet version the harness loads (read from each jar's
-# registry): a key another version declares is left out where this one does not.
-MEASURED_BOOLEANS = json.loads((Path(__file__).with_name("comet_conf_keys.json")).read_text())["keys"]
-_BOOLEANS: dict = {}
+# Comet's own configs of each Comet version the harness loads, with their kinds, read from
+# each jar's registry (`python -m harness conf-keys --engine comet`): a key that another
+# version declares is left out where this one does not; one none declares is a typo.
+KEYS_FILE = Path(__file__).with_name("comet_conf_keys.json")
+MEASURED = json.loads(KEYS_FILE.read_text())["keys"]
+_ENTRIES: dict = {}
 
 
-def declared_booleans(spark) -> set | None:
-    """Comet's own boolean configs, from its registry in this JVM (CometConf.allConfs);
-    None where Comet is not loaded."""
-    if id(spark) not in _BOOLEANS:
+def config_entries(spark) -> dict | None:
+    """Comet's config entries in this JVM (CometConf.allConfs: Spark's own entry shape, a
+    key, a default and a value converter), by key; None where Comet is not loaded."""
+    if id(spark) not in _ENTRIES:
+        _ENTRIES.clear()  # one session per worker: an older one is gone
         try:
             entries = getattr(getattr(spark._jvm.org.apache.comet, "CometConf$"), "MODULE$").allConfs()
-            found = set()
+            found = {}
             for i in range(entries.size()):
                 entry = entries.apply(i)
-                if str(entry.defaultValueString()) in ("true", "false"):
-                    found.add(str(entry.key()))
-            _BOOLEANS[id(spark)] = found
+                found[str(entry.key())] = entry
+            _ENTRIES[id(spark)] = found
         except Exception:  # Comet is not on the classpath
-            _BOOLEANS[id(spark)] = None
-    return _BOOLEANS[id(spark)]
+            _ENTRIES[id(spark)] = None
+    return _ENTRIES[id(spark)]
+
+
+def version_of(spark) -> str | None:
+    """The Comet version this JVM runs (its jar's), None where Comet is not loaded."""
+    try:
+        return str(getattr(getattr(spark._jvm.org.apache.comet, "package$"), "MODULE$").COMET_VERSION())
+    except Exception:
+        return None
 
 
 _TAGS: dict = {}

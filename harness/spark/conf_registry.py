@@ -190,12 +190,10 @@ def check_settings(spark, data: dict) -> None:
         if confs.is_iceberg_conf(key):  # Iceberg's, typed by harness.scenario.confs
             continue
         if confs.is_engine_conf(key):  # an engine's, typed by its own registry where it runs
-            booleans = engines.declared_booleans(spark)
-            if key not in engines.measured_booleans() and key not in (booleans or ()):
-                close = difflib.get_close_matches(key, sorted(engines.measured_booleans()), n=1, cutoff=0.85)
-                raise ConfRefused(where, f"'{key}' is not a boolean config of any engine version the harness "
-                                         "loads" + (f" (did you mean '{close[0]}'?)" if close else ""))
-            continue  # declared by another version of the engine, or no engine runs: left out
+            refused = _engine_refusal(spark, key, value)
+            if refused:
+                raise ConfRefused(where, refused)
+            continue
         declared = registry.declared(key)
         if declared is None:
             if key not in confs.measured_keys():
@@ -226,5 +224,60 @@ def declared_here(spark, key: str) -> bool:
     Connect: the server takes what it is given)."""
     registry = registry_of(spark)
     if confs.is_engine_conf(key):  # where no engine runs, the case runs without it
-        return key in (engines.declared_booleans(spark) or ())
+        return key in (engines.config_entries(spark) or ())
     return registry is None or confs.is_iceberg_conf(key) or registry.declared(key) is not None
+
+
+# A number as a scenario may write it for a config whose converter is not at hand: 8192,
+# 0.5, 64m, 30s (the converter of the engine's version that declares it decides there).
+NUMBER_TEXT = re.compile(r"^\d+(?:\.\d+)?\s*[A-Za-z]{0,3}$")
+_ENGINE_KINDS: dict = {}
+
+
+def engine_kinds(spark) -> dict[str, str]:
+    """key → kind (boolean, number, string) of every config the session's engine
+    declares, read through each entry's own converter; {} where no engine is loaded."""
+    return {key: _kind(entry) for key, entry in (engines.config_entries(spark) or {}).items()}
+
+
+def _engine_refusal(spark, key: str, value) -> Optional[str]:
+    """Why a scenario may not set the engine config `key` to `value`, else None. Where the
+    engine runs, its registry and the entry's converter decide; elsewhere the kind measured
+    for another version does (the case runs without the key)."""
+    entry = (engines.config_entries(spark) or {}).get(key)
+    if entry is None:
+        measured = engines.measured_configs().get(key)
+        if measured is None:
+            close = difflib.get_close_matches(key, sorted(engines.measured_configs()), n=1, cutoff=0.85)
+            return (f"'{key}' is not a config of any engine version the harness loads"
+                    + (f" (did you mean '{close[0]}'?)" if close else ""))
+        return _kind_refusal(key, measured["kind"], value, f"{measured['engine']} {', '.join(measured['versions'])}")
+    if (id(spark), key) not in _ENGINE_KINDS:
+        _ENGINE_KINDS[(id(spark), key)] = _kind(entry)
+    kind = _ENGINE_KINDS[(id(spark), key)]
+    refused = _kind_refusal(key, kind, value, "this session's engine")
+    if refused:
+        return refused
+    text = "1k" if isinstance(value, dict) else conf_text(value)
+    try:
+        entry.valueConverter().apply(text)
+    except Exception as exc:
+        if isinstance(value, dict):
+            return f"'{key}' does not take a size in bytes: only sizes may be given as estimate_of"
+        return f"the engine refuses {excerpt(text)} for '{key}': {_first_line(exc)}"
+    return None
+
+
+def _kind_refusal(key: str, kind: str, value, declared_by: str) -> Optional[str]:
+    if isinstance(value, dict) and kind != NUMBER:
+        return f"'{key}' does not take a size in bytes: only sizes may be given as estimate_of"
+    if kind == STRING:
+        if key in confs.VETTED_STRINGS:
+            return None if isinstance(value, str) else f"'{key}' takes a {confs.describe(confs.VETTED_STRINGS[key])}"
+        return (f"'{key}' takes a string ({declared_by}): only an engine's booleans, numbers, sizes, durations "
+                "and the vetted string configs may be set")
+    if kind == BOOLEAN:
+        return None if isinstance(value, bool) else f"'{key}' takes true or false ({declared_by}), not {value!r}"
+    if isinstance(value, bool) or (isinstance(value, str) and not NUMBER_TEXT.match(value.strip())):
+        return f"'{key}' takes a number, size or duration ({declared_by}), not {value!r}"
+    return None

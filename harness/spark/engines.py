@@ -62,18 +62,20 @@ def off_confs(name: str) -> dict:
     return named(name).OFF
 
 
-def declared_booleans(spark) -> set | None:
-    """The boolean configs the session's engine declares (None: no engine loaded)."""
+def config_entries(spark) -> dict | None:
+    """The config entries of the session's engine, by key (None: no engine loaded)."""
     for engine in ENGINES.values():
-        found = engine.declared_booleans(spark)
+        found = engine.config_entries(spark)
         if found is not None:
             return found
     return None
 
 
-def measured_booleans() -> set:
-    """Every engine's boolean configs of any version the harness loads."""
-    return {key for engine in ENGINES.values() for key in engine.MEASURED_BOOLEANS}
+def measured_configs() -> dict[str, dict]:
+    """Every engine's configs of any version the harness loads: key → {kind, versions,
+    engine}."""
+    return {key: dict(measured, engine=name) for name, engine in ENGINES.items()
+            for key, measured in engine.MEASURED.items()}
 
 
 def engine_loaded(node) -> bool:

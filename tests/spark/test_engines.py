@@ -3,6 +3,7 @@ names, why Comet left a join to Spark, the `native` expectation, and a Spark ver
 without a jar skipping every case. A real Comet session needs Spark 3.5 or 4.1 (the
 matrix); this PySpark's run checks what holds without one."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -160,8 +161,10 @@ def test_under_comet_a_join_runs_natively_or_says_why_not(write_scenario, tmp_pa
     # a plain run of this Spark into the same store: the engine's next run takes Spark's
     # answer from it instead of running the query again with the engine off
     store = ["--store", str(tmp_path / "store")]
+    plain = {k: v for k, v in os.environ.items() if k != "HARNESS_ENGINE"}
     subprocess.run([sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", *PLUGIN,
-                    "--report-dir", str(reports), "--no-agree", *store], cwd=ROOT, capture_output=True, timeout=600)
+                    "--report-dir", str(reports), "--no-agree", *store], cwd=ROOT, capture_output=True, timeout=600,
+                   env=plain)
     subprocess.run([sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", *PLUGIN, "--engine",
                     "comet", "--fresh", "--report-dir", str(reports), "--no-agree", *store],
                    cwd=ROOT, capture_output=True, timeout=600)
@@ -177,26 +180,76 @@ def test_under_comet_a_join_runs_natively_or_says_why_not(write_scenario, tmp_pa
 @pytest.mark.parametrize("key, value, says", [
     ("spark.comet.enabled", False, "is set by the harness for a native engine's session"),
     ("spark.comet.exec.shuffle.enabled", True, "is set by the harness"),
-    ("spark.comet.memoryOverhead", True, "is set by the harness"),
-    ("spark.comet.exec.range.enabled", "yes", "a scenario may set its booleans only"),
+    ("spark.comet.memoryOverhead", "1g", "is set by the harness"),
+    ("spark.comet.exec.memoryPool", "greedy", "is set by the harness"),
+    ("spark.comet.maxTempDirectorySize", "1t", "is set by the harness"),
+    ("spark.comet.testing.icebergWriteReport.dir", "/tmp", "is set by the harness"),
+    ("spark.comet.shuffle.mode", "celeborn", "takes a value AUTO/NATIVE/JVM"),
+    ("spark.comet.batchSize", float("nan"), "takes a finite value"),
 ])
-def test_what_a_scenario_may_not_set_of_an_engine_is_one_line(write_scenario, key, value, says):
+def test_what_a_scenario_may_not_set_of_an_engine_is_one_line_from_the_file_alone(key, value, says):
     from harness.scenario.confs import ConfError, check
     with pytest.raises(ConfError, match=says):
         check(key, value)
 
 
-def test_an_engine_boolean_is_set_where_the_engine_runs_and_left_out_where_it_does_not(session):
+def _refusal(spark, key, value):
+    from harness.spark import conf_registry
+    try:
+        conf_registry.check_settings(spark, {"spark_conf": {key: value}})
+    except conf_registry.ConfRefused as exc:
+        return exc.args[1]
+    return None
+
+
+@pytest.mark.parametrize("key, value", [
+    ("spark.comet.exec.range.enabled", True),        # boolean (1.2.0)
+    ("spark.comet.batchSize", 4096),                 # number (both)
+    ("spark.comet.shuffle.readBufferSize", "128k"),  # size (1.2.0)
+    ("spark.comet.exec.forceShuffledHashJoin.maxBuildSize", {"estimate_of": "left", "times": 2}),  # by estimate
+    ("spark.comet.shuffle.mode", "native"),          # vetted string (1.2.0)
+    ("spark.comet.exec.shuffle.mode", "jvm"),        # vetted string (0.12.0)
+])
+def test_an_engine_config_of_a_kind_a_scenario_may_set_is_accepted_and_set_only_where_declared(session, key, value):
     from harness.spark import conf_registry
     spark = session.spark
-    conf_registry.check_settings(spark, {"spark_conf": {"spark.comet.exec.range.enabled": True}})
-    declared = engines.declared_booleans(spark)
-    # Comet 1.2.0 declares it; 0.12.0 does not (measured): there, and without Comet, left out
-    assert conf_registry.declared_here(spark, "spark.comet.exec.range.enabled") == \
-        (declared is not None and "spark.comet.exec.range.enabled" in declared)
-    with pytest.raises(conf_registry.ConfRefused, match="not a boolean config of any engine version the harness "
-                                                        "loads .did you mean 'spark.comet.exec.range.enabled'"):
-        conf_registry.check_settings(spark, {"spark_conf": {"spark.comet.exec.rnage.enabled": True}})
+    assert _refusal(spark, key, value) is None
+    entries = engines.config_entries(spark)
+    # set where this session's engine declares it; left out elsewhere (another Comet
+    # version's key, or no engine)
+    assert conf_registry.declared_here(spark, key) == (entries is not None and key in entries)
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("spark.comet.exec.rnage.enabled", True, "not a config of any engine version the harness loads .did you mean "
+                                             "'spark.comet.exec.range.enabled'"),
+    ("spark.comet.exec.range.enabled", "yes", "'spark.comet.exec.range.enabled' takes true or false"),
+    ("spark.comet.batchSize", "lots", "'spark.comet.batchSize' takes a number, size or duration"),
+    ("spark.comet.batchSize", True, "'spark.comet.batchSize' takes a number, size or duration"),
+    ("spark.comet.shuffle.compression.codec", "zstd", "takes a string .*: only an engine's booleans, numbers"),
+    ("spark.comet.exec.range.enabled", {"estimate_of": "left"}, "does not take a size in bytes"),
+])
+def test_an_engine_config_is_typed_by_the_engine_registry_in_one_line(session, key, value, says):
+    import re
+    refused = _refusal(session.spark, key, value)
+    assert refused is not None and re.search(says, refused), refused
+
+
+def test_where_comet_runs_its_own_converter_decides_a_value():
+    spark = _comet_session_or_skip()
+    refused = _refusal(spark, "spark.comet.shuffle.readBufferSize", "12zb")
+    assert refused is not None and refused.startswith("the engine refuses '12zb' for "
+                                                      "'spark.comet.shuffle.readBufferSize': "), refused
+
+
+def _comet_session_or_skip():
+    from harness.spark.session import get_session
+    spark = get_session().spark
+    if engines.config_entries(spark) is None:
+        pytest.skip("Comet is not loaded in this session (HARNESS_ENGINE=comet on Spark 3.5 or 4.1)")
+    if "spark.comet.shuffle.readBufferSize" not in engines.config_entries(spark):
+        pytest.skip("this Comet version has no spark.comet.shuffle.readBufferSize (1.2.0 has)")
+    return spark
 
 
 def test_an_engine_run_reports_beside_the_plain_ones_and_the_flake_finder_reads_it_there(monkeypatch):
