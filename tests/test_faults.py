@@ -80,6 +80,40 @@ def test_case_ignoring_cancellation_gets_its_context_stopped(write_scenario, ses
     assert follow_up["status"] == "passed", follow_up["message"]
 
 
+# A query whose job fails while it runs (ANSI: 'x0' is no integer).
+FAILS_AT_RUN_TIME = """\
+id: fails_at_run_time
+description: a value that cannot be cast fails the query's job
+tables:
+  a: {rows: 10, columns: {k: {expr: "id"}, bad: {expr: "cast(concat('x', id) as int)"}}}
+  b: {rows: 10, columns: {k: {expr: "id"}}}
+join: {left: a, right: b, on: [k]}
+spark_conf: {spark.sql.ansi.enabled: true}
+expect: {rows: 10}
+"""
+
+
+def test_under_an_engine_a_case_whose_job_failed_hands_the_next_case_a_new_session(write_scenario, session,
+                                                                                    monkeypatch):
+    """A native engine's failed task may leave native threads on freed memory (Comet
+    0.12.0: an off-heap OOM, then a SIGSEGV under a later case): under an engine the
+    session is not kept after a case whose job failed. Without one it is."""
+    failing = _only_case(write_scenario(FAILS_AT_RUN_TIME, "fails.yaml"))
+    record = run_case(failing, session).to_json()
+    assert record["status"] == "error" and "CAST_INVALID_INPUT" in record["message"], record["message"]
+    assert not session.abandoned and session_module.get_session() is session  # plain Spark: kept
+    monkeypatch.setattr(session, "engine", "comet")
+    monkeypatch.setattr(session, "engine_runtime", "org.apache.datafusion:comet-spark-stand-in:0")
+    record = run_case(failing, session).to_json()
+    assert record["status"] == "error" and "CAST_INVALID_INPUT" in record["message"], record["message"]
+    assert session.abandoned == ("a job of the case failed under comet: its native state is not trusted for the "
+                                 "next case")
+    fresh = session_module.get_session()
+    assert fresh is not session and not fresh.abandoned and not fresh.engine_runtime
+    follow_up = run_case(_only_case(write_scenario(MINIMAL, "ok.yaml")), fresh).to_json()
+    assert follow_up["status"] == "passed", follow_up["message"]
+
+
 def test_a_dead_jvm_and_a_lost_worker_each_fail_their_case_alone(pytester):
     """One run, one worker: a case whose JVM dies fails alone and the next case gets a new
     session; a case whose worker process dies fails alone ("worker process lost") and a

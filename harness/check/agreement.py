@@ -302,6 +302,9 @@ def _verdict(runs: list, rejected: list, nested_loops: bool, varies: dict) -> tu
     problems = [f"forced {r.forced} threw {r.error} while {answered[0].strategy} (forced {answered[0].forced}) "
                 f"returned {answered[0].rows} rows" for r in failed if r.forced not in rejected]
     reference = answered[0]
+    # runs Spark refused or could not afford are no answer, but the verdict names them
+    said += "".join(f"; {_run_words(r.forced)} did not run ({_why_not(r.error)})" for r in failed
+                    if r.forced in rejected)
     if not compared:
         return "unchecked", f"nothing compared: the scenario says its rows and checksum differ between runs{said}"
     for run in answered[1:]:
@@ -310,7 +313,7 @@ def _verdict(runs: list, rejected: list, nested_loops: bool, varies: dict) -> tu
                             f"{run.rows} rows / {run.checksum}, but {reference.strategy} "
                             f"(forced {reference.forced}) gives {reference.rows} rows / {reference.checksum}")
     if problems:
-        return "correctness", "; ".join(problems)
+        return "correctness", "; ".join(problems) + said
     strategies = [pair for pair in _strategies(runs) if pair[0] is not None]  # a plan not read is no strategy
     if len(strategies) < 2:
         why = "" if nested_loops else "; nested-loop strategies were not forced (the inputs hold more than " \
@@ -320,6 +323,18 @@ def _verdict(runs: list, rejected: list, nested_loops: bool, varies: dict) -> tu
         return "unchecked", (f"only one strategy could be compared ({only}): nothing to check against"
                              f"{why}{planned}{said}")
     return "passed", f"{len(answered)} runs over {len(strategies)} strategies agree{said}"
+
+
+def _run_words(forced: str) -> str:
+    return "the join as written" if forced == AS_WRITTEN else f"forced {forced}"
+
+
+def _why_not(error: str) -> str:
+    """The part of a refused run's error that says why: from the resource limit it hit."""
+    limit = RESOURCE_LIMITS.search(error)
+    start = error.rfind(" ", 0, limit.start()) + 1 if limit else 0
+    why = error[start:]
+    return why if len(why) <= 120 else why[:117] + "..."
 
 
 def _agreement_record(case, session, status, message, runs, strategies, seconds: float) -> AgreementRecord:

@@ -430,6 +430,18 @@ class CaseScope:
         self._log_offset = self.session.hint_log.stat().st_size
         self.spark.sparkContext.setJobGroup(self.group, "join harness case", True)
 
+    def _a_job_failed(self) -> bool:
+        try:
+            stages.drain(self.spark)  # a job's end reaches the tracker through the listener bus
+            tracker = self.spark.sparkContext.statusTracker()
+            for job in tracker.getJobIdsForGroup(self.group):
+                info = tracker.getJobInfo(job)
+                if info is not None and info.status == "FAILED":
+                    return True
+        except Exception:  # the JVM is gone: get_session finds out
+            return False
+        return False
+
     def _end(self) -> None:
         self.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
 
@@ -506,6 +518,13 @@ class CaseScope:
     def close(self) -> None:
         self._finished.set()
         if self.session.abandoned:
+            return
+        if getattr(self.session, "engine_runtime", None) and self._a_job_failed():
+            # A native engine's task that failed (Comet 0.12.0's shuffle out of off-heap
+            # memory) may leave native threads on freed memory: the JVM then dies under a
+            # later case (SIGSEGV in libcomet). That case gets a new session instead.
+            self.session.abandon(f"a job of the case failed under {self.session.engine}: its native state is "
+                                 "not trusted for the next case")
             return
         for callback in self._on_close:
             callback()

@@ -95,16 +95,16 @@ def _group(spark) -> str | None:
 def run(spark, action):
     """(what `action()` returned, the stages its jobs ran)."""
     tracker = spark.sparkContext.statusTracker()
-    _drain(spark)
+    drain(spark)
     before = set(tracker.getJobIdsForGroup(_group(spark)))
     result = action()
-    if not _drain(spark):
+    if not drain(spark):
         return result, RunStages.unknown(f"Spark's listener bus did not drain in {DRAIN_MS // 1000} s")
     after = set(tracker.getJobIdsForGroup(_group(spark)))
     return result, RunStages(spark, list(after - before))
 
 
-def _drain(spark) -> bool:
+def drain(spark) -> bool:
     try:
         spark._jsc.sc().listenerBus().waitUntilEmpty(DRAIN_MS)
         return True
