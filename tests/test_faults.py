@@ -93,7 +93,7 @@ expect: {rows: 10}
 """
 
 
-def test_under_an_engine_a_case_whose_job_failed_hands_the_next_case_a_new_session(write_scenario, session,
+def test_under_an_engine_an_item_whose_job_failed_hands_the_next_item_a_new_session(write_scenario, session,
                                                                                     monkeypatch):
     """A native engine's failed task may leave native threads on freed memory (Comet
     0.12.0: an off-heap OOM, then a SIGSEGV under a later case): under an engine the
@@ -101,14 +101,17 @@ def test_under_an_engine_a_case_whose_job_failed_hands_the_next_case_a_new_sessi
     failing = _only_case(write_scenario(FAILS_AT_RUN_TIME, "fails.yaml"))
     record = run_case(failing, session).to_json()
     assert record["status"] == "error" and "CAST_INVALID_INPUT" in record["message"], record["message"]
-    assert not session.abandoned and session_module.get_session() is session  # plain Spark: kept
+    assert not session.spoiled and session_module.get_session() is session  # plain Spark: kept
     monkeypatch.setattr(session, "engine", "comet")
     monkeypatch.setattr(session, "engine_runtime", "org.apache.datafusion:comet-spark-stand-in:0")
     record = run_case(failing, session).to_json()
     assert record["status"] == "error" and "CAST_INVALID_INPUT" in record["message"], record["message"]
-    assert session.abandoned == ("a job of the case failed under comet: its native state is not trusted for the "
-                                 "next case")
+    # the rest of the item (a check's other runs) goes on in it; the next item gets a new one
+    assert not session.abandoned and session.spoiled == ("a job failed under comet: its native state is not "
+                                                         "trusted for the next item")
+    assert run_case(_only_case(write_scenario(MINIMAL, "same_item.yaml")), session).to_json()["status"] == "passed"
     fresh = session_module.get_session()
+    assert session.abandoned == session.spoiled
     assert fresh is not session and not fresh.abandoned and not fresh.engine_runtime
     follow_up = run_case(_only_case(write_scenario(MINIMAL, "ok.yaml")), fresh).to_json()
     assert follow_up["status"] == "passed", follow_up["message"]

@@ -226,6 +226,11 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
                 if scope.timed_out.is_set():
                     message = f"forced {label}: {timeout_error(case, session).message}"
                     return _agreement_record(case, session, "timeout", message, runs, [], took())
+                died = session.death()  # no answer from a dead JVM: the check could not go on, never a correctness
+                if died:
+                    runs.append(AgreementRun(label, error=f"JvmDied: {died}"))
+                    return _agreement_record(case, session, "error", f"{_run_words(label)}: JvmDied: {died}", runs,
+                                             [], took())
                 _failed_run(label, exc, runs, rejected, first=label == AS_WRITTEN)
                 continue
             if ran is None or (not forced.nested_loops and ran.strategy in NESTED_LOOP_OPERATORS

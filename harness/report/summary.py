@@ -5,6 +5,7 @@ version whose results are in the same report folder."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 from harness.core.files import atomic_write_text
@@ -48,6 +49,7 @@ def markdown(results: dict, previous: tuple[str, dict] | None = None) -> str:
     lines += [f"| {_escape(status.replace('_', ' '))} | {count} |" for status, count in summary["by_status"].items()]
     lines += ["", "| top join (final plan, else initial) | cases |", "|---|---:|"]
     lines += [f"| {_escape(strategy)} | {count} |" for strategy, count in summary["by_strategy"].items()]
+    lines += _engine_lines(results)
     failing = [r for r in results["cases"] if r["status"] in NOT_PASSING]
     lines += ["", f"### Not passing ({len(failing)})", ""]
     lines += _listed([f"- **{r['status'].replace('_', ' ')}** `{r['case_id'].replace('`', '')}` "
@@ -59,6 +61,42 @@ def markdown(results: dict, previous: tuple[str, dict] | None = None) -> str:
     if previous is not None:
         lines += ["", *_changes(previous, version, results)]
     return "\n".join(lines) + "\n"
+
+
+REASONS_LISTED = 10
+
+
+def _engine_lines(results: dict) -> list[str]:
+    """Under a native engine: the top joins it ran and those it left to Spark, by
+    strategy; its reasons, each counted once per join left to Spark; and the answers
+    compared with Spark's own."""
+    engine = results["versions"].get("engine")
+    if not engine:
+        return []
+    where: dict[str, list[int]] = {}  # strategy → [native, in Spark]
+    reasons: Counter = Counter()
+    compared = differ = 0
+    for record in results["cases"]:
+        observed = record.get("observed") or {}
+        joins = (observed.get("final") or observed.get("initial") or {}).get("joins") or []
+        if joins and joins[0].get("native") is not None:
+            where.setdefault(joins[0]["strategy"], [0, 0])[0 if joins[0]["native"] else 1] += 1
+        reasons.update(reason for join in joins if join.get("native") is False
+                       for reason in set(join.get("fallback") or []))
+        reference = observed.get("engine_reference")
+        if reference and observed.get("rows") is not None:
+            compared += 1
+            differ += (reference["rows"], reference["checksum"]) != (observed["rows"], observed["checksum"])
+    lines = ["", f"### Under {_escape(engine)}", "",
+             f"{compared} answers compared with Spark's own, {differ} differ.", "",
+             "| top join | native | in Spark |", "|---|---:|---:|"]
+    lines += [f"| {_escape(strategy)} | {native} | {spark} |" for strategy, (native, spark) in sorted(where.items())]
+    if reasons:
+        lines += ["", "| joins left to Spark | the engine's reason |", "|---:|---|"]
+        lines += [f"| {count} | {_escape(reason)[:200]} |" for reason, count in reasons.most_common(REASONS_LISTED)]
+        if len(reasons) > REASONS_LISTED:
+            lines.append(f"| … | {len(reasons) - REASONS_LISTED} more reasons (see index.html) |")
+    return lines
 
 
 def _reuse_lines(results: dict) -> list[str]:

@@ -116,6 +116,7 @@ class Session:
     engine = ""               # the native engine the run asked for (harness.spark.engines)
     engine_runtime: str | None = None   # its jar, where this Spark has one
     engine_problem: str | None = None   # why that jar could not be had
+    spoiled: str | None = None          # why the next item must get a new session (CaseScope.close)
     plain_answers = None      # case → Spark's own answer a plain run stored (harness.store.reuse), or None
 
     def __init__(self, options: RunOptions | None = None):
@@ -522,10 +523,10 @@ class CaseScope:
         if getattr(self.session, "engine_runtime", None) and self._a_job_failed():
             # A native engine's task that failed (Comet 0.12.0's shuffle out of off-heap
             # memory) may leave native threads on freed memory: the JVM then dies under a
-            # later case (SIGSEGV in libcomet). That case gets a new session instead.
-            self.session.abandon(f"a job of the case failed under {self.session.engine}: its native state is "
-                                 "not trusted for the next case")
-            return
+            # later case (SIGSEGV in libcomet). The next item gets a new session (the rest
+            # of this one, e.g. a check's other runs, goes on in this one).
+            self.session.spoiled = (f"a job failed under {self.session.engine}: its native state is not trusted "
+                                    "for the next item")
         for callback in self._on_close:
             callback()
         for name in self.views:
@@ -593,6 +594,8 @@ def get_session(options: RunOptions | None = None) -> Session:
     previous one was abandoned or its JVM died)."""
     global _SESSION
     with _SESSION_LOCK:
+        if _SESSION is not None and _SESSION.spoiled and not _SESSION.abandoned:
+            _SESSION.abandon(_SESSION.spoiled)
         if _SESSION is not None and _SESSION.abandoned:
             _SESSION.stopped.wait(120)  # the watchdog may still be stopping it
         if _SESSION is not None and not _SESSION.abandoned and not _SESSION.alive():

@@ -21,3 +21,36 @@ def test_summary_lists_what_did_not_pass_and_the_changes_since_the_previous_vers
     assert "- `a[inner]`: initial: SortMergeJoin → ShuffledHashJoin" in text
     first = summary.write_summary(tmp_path, "3.0.3").read_text()
     assert "Changes since" not in first and "### Not passing (0)" in first
+
+
+def test_under_an_engine_the_summary_tallies_native_joins_reasons_and_answers(tmp_path):
+    from harness.core.records import PlanView
+
+    def join(strategy, native, fallback=None):
+        return {"strategy": strategy, "build_side": "none", "join_type": "Inner", "left_keys": "", "right_keys": "",
+                "condition": "", "null_aware": False, "skew": False, "tables": None, "native": native,
+                "fallback": fallback}
+    range_off = "Range: Native support for operator RangeExec is disabled."
+    records = [
+        fake_record("a[inner]", rows=10, checksum="00000000000000ab", initial=PlanView(joins=[join("SortMergeJoin", True)]),
+                    engine_reference={"rows": 10, "checksum": "00000000000000ab", "source": "this session, comet off"}),
+        fake_record("b[inner]", rows=10, checksum="00000000000000ab", initial=PlanView(joins=[
+            join("BroadcastHashJoin", False, [range_off, "BroadcastExchange: x | y"]),
+            join("SortMergeJoin", False, [range_off])]),
+            engine_reference={"rows": 9, "checksum": "00000000000000cd", "source": "this session, comet off"}),
+        fake_record("c[inner]", initial=PlanView(joins=[join("BroadcastHashJoin", False, [range_off])])),
+    ]
+    doc = json.loads(json.dumps(fake_results(records)))
+    doc["versions"]["engine"] = "comet 1.2.0"
+    (tmp_path / "4.3.0").mkdir()
+    (tmp_path / "4.3.0" / "results.json").write_text(json.dumps(doc))
+    text = summary.write_summary(tmp_path, "4.3.0").read_text()
+    assert "### Under comet 1.2.0" in text
+    assert "2 answers compared with Spark's own, 1 differ." in text
+    assert "| BroadcastHashJoin | 0 | 2 |" in text and "| SortMergeJoin | 1 | 0 |" in text
+    # each join left to Spark counts its reasons once: three joins over Range
+    assert "| 3 | Range: Native support for operator RangeExec is disabled. |" in text
+    assert "| 1 | BroadcastExchange: x \\| y |" in text
+    plain = fake_results(records)
+    (tmp_path / "4.3.0" / "results.json").write_text(json.dumps(plain))
+    assert "### Under" not in summary.write_summary(tmp_path, "4.3.0").read_text()
