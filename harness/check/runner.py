@@ -288,12 +288,10 @@ def _execute(session: Session, frame, plan, shareable: bool) -> tuple[executions
     """Run the checksum query; (its answer, shared) where `shared` says the same physical
     query already ran under the same configs in this worker (harness.spark.executions)."""
     plans = plans_of(session)
-    # Under a native engine Spark's sameResult is the engine's canonical form, which is not
-    # to be trusted with an answer: Comet 0.12.0 canonicalizes a sort-merge join without its
-    # join type (scenarios/engines/comet_semi_anti_exchange_reuse.yaml). Nothing is shared.
-    shares = plans.shares and not session.engine_runtime
-    memo_key = executions.key(session.spark, plan, plans.is_adaptive(plan)) if shareable and shares else None
-    earlier = executions.lookup(memo_key, plan) if memo_key is not None else None
+    memo_key = executions.key(session.spark, plan, plans.is_adaptive(plan)) if shareable and plans.shares else None
+    # under a native engine sameResult is the engine's canonical form: confirmed by its text
+    earlier = executions.lookup(memo_key, plan, confirm_text=bool(session.engine_runtime)) \
+        if memo_key is not None else None
     if earlier is not None:
         return earlier, True
     try:

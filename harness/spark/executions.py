@@ -6,7 +6,10 @@ the physical plan (expression ids and names erased; the data's whole lineage is 
 the seeded generator expressions, literal rows, file paths, cached relations) and every
 config of the session (one string from the JVM: an AQE or ANSI setting outside the plan
 still separates two runs). Lookup is by the plan's semantic hash, confirmed by Spark's
-`sameResult` (canonical equality), never by the hash alone.
+`sameResult` (canonical equality), never by the hash alone. Under a native engine a hit
+is also confirmed by the canonical plans' text: `sameResult` is then the engine's
+canonical form, and Comet 0.12.0 canonicalizes a sort-merge join without its join type
+(scenarios/engines/comet_semi_anti_exchange_reuse.yaml), while its printed plan says it.
 
 Of a plan that AQE will not re-plan, the configs that only choose the plan (broadcast
 threshold, sort-merge preference, hint switch, CBO, shuffle partitions, every AQE
@@ -43,6 +46,7 @@ class Executed:
     cost: dict | None = None  # what the top join of `plan` cost (harness.observe.cost)
     cost_s: float = 0.0  # the time reading it took
     engine_reference: dict | None = None  # under a native engine: Spark's own answer (harness.check.runner)
+    canonical: str | None = None  # canonical_text of the plan it was looked up by, once asked
 
 
 _MEMO: OrderedDict = OrderedDict()
@@ -80,14 +84,34 @@ def key(spark, plan, adaptive: bool) -> tuple:
     return id(spark), _ROUND[0], int(plan.semanticHash()), confs
 
 
-def lookup(memo_key: tuple, plan) -> Executed | None:
+# Each exchange's plan id differs between two queries of the same plan.
+PLAN_IDS = re.compile(r",? ?\[plan_id=\d+\]")
+
+
+def canonical_text(plan) -> str:
+    """The canonical plan as it prints (ids erased), plan ids left out."""
+    return PLAN_IDS.sub("", str(plan.canonicalized().toString()))
+
+
+def lookup(memo_key: tuple, plan, confirm_text: bool = False) -> Executed | None:
+    """The execution stored under `memo_key` that gives `plan`'s result; `confirm_text`:
+    only one whose canonical plan also prints as `plan`'s does."""
+    text = None
     for stored in _MEMO.get(memo_key, []):
+        stored_plan = stored.key_plan if stored.key_plan is not None else stored.plan
         try:
-            if plan.sameResult(stored.key_plan if stored.key_plan is not None else stored.plan):
-                _MEMO.move_to_end(memo_key)
-                return stored
+            if not plan.sameResult(stored_plan):
+                continue
+            if confirm_text:
+                text = canonical_text(plan) if text is None else text
+                if stored.canonical is None:
+                    stored.canonical = canonical_text(stored_plan)
+                if stored.canonical != text:
+                    continue
         except Exception:  # a plan object of a session that is gone
             continue
+        _MEMO.move_to_end(memo_key)
+        return stored
     return None
 
 

@@ -98,3 +98,36 @@ def test_a_config_outside_plan_choice_separates_a_fixed_plan(session, write_scen
     ansi = FIXED_PLAN.replace("spark_conf: {", "spark_conf: {spark.sql.ansi.enabled: true, ")
     again = observe(session, write_scenario, ansi, "ansi.yaml")
     assert "shared_execution" not in again.observed.timings
+
+
+class _Plan:
+    """A plan whose canonical form prints as `text`, which `sameResult` finds equal to any
+    other: an engine's canonicalization that drops what tells two plans apart."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def sameResult(self, other) -> bool:
+        return True
+
+    def canonicalized(self):
+        return self
+
+    def toString(self) -> str:
+        return self.text
+
+
+def test_under_an_engine_a_hit_is_confirmed_by_the_canonical_plan_text():
+    from harness.spark import executions
+    semi = "SortMergeJoin [none#0L], [none#1L], LeftSemi\n+- Exchange hashpartitioning(none#0L, 2), [plan_id=7]"
+    anti = semi.replace("LeftSemi", "LeftAnti")
+    key = ("engine-test", 0, 1, "confs")
+    executions.remember(key, executions.Executed(300, "0" * 16, _Plan(semi)))
+    try:
+        assert executions.lookup(key, _Plan(anti)) is not None  # sameResult alone: taken
+        assert executions.lookup(key, _Plan(anti), confirm_text=True) is None  # the text says otherwise
+        # the same plan in another query: only its exchanges' plan ids differ
+        same = executions.lookup(key, _Plan(semi.replace("plan_id=7", "plan_id=93")), confirm_text=True)
+        assert same is not None and same.rows == 300
+    finally:
+        executions.forget()
