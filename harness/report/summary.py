@@ -5,6 +5,7 @@ version whose results are in the same report folder."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -64,6 +65,9 @@ def markdown(results: dict, previous: tuple[str, dict] | None = None) -> str:
 
 
 REASONS_LISTED = 10
+# A scenario's table as Spark names it (`sales_b8416e357ccd0c041389`, in a catalog and
+# database or not): one reason per kind of operator, not per table.
+TABLE_NAME = re.compile(r"\b(?:\w+\.)*\w+_[0-9a-f]{16,}\b")
 
 
 def _engine_lines(results: dict) -> list[str]:
@@ -81,8 +85,9 @@ def _engine_lines(results: dict) -> list[str]:
         joins = (observed.get("final") or observed.get("initial") or {}).get("joins") or []
         if joins and joins[0].get("native") is not None:
             where.setdefault(joins[0]["strategy"], [0, 0])[0 if joins[0]["native"] else 1] += 1
-        reasons.update(reason for join in joins if join.get("native") is False
-                       for reason in set(join.get("fallback") or []))
+        for join in joins:
+            if join.get("native") is False:
+                reasons.update({TABLE_NAME.sub("<table>", reason) for reason in join.get("fallback") or []})
         reference = observed.get("engine_reference")
         if reference and observed.get("rows") is not None:
             compared += 1

@@ -39,6 +39,10 @@ def test_under_an_engine_the_summary_tallies_native_joins_reasons_and_answers(tm
             join("SortMergeJoin", False, [range_off])]),
             engine_reference={"rows": 9, "checksum": "00000000000000cd", "source": "this session, comet off"}),
         fake_record("c[inner]", initial=PlanView(joins=[join("BroadcastHashJoin", False, [range_off])])),
+        fake_record("d[inner]", initial=PlanView(joins=[join("SortMergeJoin", False, [
+            "Scan parquet spark_catalog.default.sales_b8416e357ccd0c041389: Unsupported file format Parquet"])])),
+        fake_record("e[inner]", initial=PlanView(joins=[join("SortMergeJoin", False, [
+            "Scan parquet spark_catalog.default.sales_9d28bb4efe20f11c680c: Unsupported file format Parquet"])])),
     ]
     doc = json.loads(json.dumps(fake_results(records)))
     doc["versions"]["engine"] = "comet 1.2.0"
@@ -47,7 +51,8 @@ def test_under_an_engine_the_summary_tallies_native_joins_reasons_and_answers(tm
     text = summary.write_summary(tmp_path, "4.3.0").read_text()
     assert "### Under comet 1.2.0" in text
     assert "2 answers compared with Spark's own, 1 differ." in text
-    assert "| BroadcastHashJoin | 0 | 2 |" in text and "| SortMergeJoin | 1 | 0 |" in text
+    assert "| BroadcastHashJoin | 0 | 2 |" in text and "| SortMergeJoin | 1 | 2 |" in text
+    assert "| 2 | Scan parquet \\<table\\>: Unsupported file format Parquet |" in text  # one reason, two tables
     # each join left to Spark counts its reasons once: three joins over Range
     assert "| 3 | Range: Native support for operator RangeExec is disabled. |" in text
     assert "| 1 | BroadcastExchange: x \\| y |" in text
