@@ -91,16 +91,37 @@ class ResultStore:
             return None
         if self._connection is not None and self._pid == os.getpid():
             return self._connection
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        pause = 0.02
+        while True:
+            try:
+                connection = self._open()
+                break
+            except sqlite3.OperationalError as exc:
+                # Turning a new file to WAL takes it whole, and SQLite answers "locked" at
+                # once, without waiting, to the workers that open it at the same moment.
+                if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                    self._give_up(f"cannot open {self.path} ({exc})")
+                    return None
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
+            except (OSError, sqlite3.Error) as exc:
+                self._give_up(f"cannot open {self.path} ({exc})")
+                return None
+        self._connection, self._pid = connection, os.getpid()
+        return connection
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            connection.execute("PRAGMA journal_mode=WAL")
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":  # WAL stays with the file
+                connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
             connection.executescript(SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            self._give_up(f"cannot open {self.path} ({exc})")
-            return None
-        self._connection, self._pid = connection, os.getpid()
+        except BaseException:
+            connection.close()
+            raise
         return connection
 
     def _give_up(self, why: str) -> None:
