@@ -232,55 +232,38 @@ class Session:
         has a runtime (`iceberg_runtime`); a runtime that cannot be fetched is said by
         each case that needs it (`iceberg.problem`)."""
         self.iceberg_runtime = None
-        if not options.iceberg:
-            return {}
-        from pyspark import __version__ as pyspark_version
-        coordinate = iceberg.runtime_for(pyspark_version)
+        coordinate = iceberg.runtime_for(_pyspark_version()) if options.iceberg else None
         if coordinate is None:
             return {}
-        try:
-            jar = jvm_packages.ensure_jar(coordinate, jvm_packages.cache_of(options), options.maven_repository)
-        except jvm_packages.PackageUnavailable as exc:
-            iceberg.problem = str(exc)
+        jars, iceberg.problem = _fetched(options, [coordinate])
+        if not jars:
             return {}
         self.iceberg_runtime = coordinate.words()
-        return iceberg.session_confs(jar, self.workdir / "iceberg")
+        return iceberg.session_confs(jars[0], self.workdir / "iceberg")
 
     def _engine_confs(self, options: RunOptions) -> dict:
         """The native engine's jar and configs (`engine_runtime`), on a Spark it publishes
         a jar for; a jar that cannot be fetched is said by every case (`engine_problem`)."""
         self.engine, self.engine_runtime, self.engine_problem = options.engine, None, None
-        if not options.engine:
-            return {}
-        from pyspark import __version__ as pyspark_version
-        coordinate = engines.runtime_for(options.engine, pyspark_version)
+        coordinate = engines.runtime_for(options.engine, _pyspark_version()) if options.engine else None
         if coordinate is None:
             return {}
-        try:
-            jar = jvm_packages.ensure_jar(coordinate, jvm_packages.cache_of(options), options.maven_repository)
-        except jvm_packages.PackageUnavailable as exc:
-            self.engine_problem = f"not available: {exc}"
+        jars, problem = _fetched(options, [coordinate])
+        if not jars:
+            self.engine_problem = f"not available: {problem}"
             return {}
         self.engine_runtime = coordinate.words()
-        return engines.named(options.engine).session_confs(jar)
+        return engines.named(options.engine).session_confs(jars[0])
 
     def _delta_confs(self, options: RunOptions) -> dict:
         """Delta Lake's package, extension and catalog, for a run with Delta scenarios on a
         Spark that has a release; a package that cannot be fetched is said by each case
         that needs it (`delta.problem`)."""
-        if not options.delta:
-            return {}
-        from pyspark import __version__ as pyspark_version
-        coordinates = delta.runtime_for(pyspark_version)
+        coordinates = delta.runtime_for(_pyspark_version()) if options.delta else None
         if coordinates is None:
             return {}
-        try:
-            jars = [jvm_packages.ensure_jar(c, jvm_packages.cache_of(options), options.maven_repository)
-                    for c in coordinates]
-        except jvm_packages.PackageUnavailable as exc:
-            delta.problem = str(exc)
-            return {}
-        return delta.session_confs(jars)
+        jars, delta.problem = _fetched(options, coordinates)
+        return delta.session_confs(jars) if jars else {}
 
     def cannot_run(self, case) -> str | None:
         """Why this deployment cannot run the case at all (None: it can)."""
@@ -587,6 +570,21 @@ def _with_jars(*confs: dict) -> dict:
 _SESSION: Session | None = None
 _JVM_HINT_LOG: Path | None = None
 _SESSION_LOCK = threading.Lock()
+
+
+def _pyspark_version() -> str:
+    from pyspark import __version__
+    return __version__
+
+
+def _fetched(options: RunOptions, coordinates: list) -> tuple[list[Path], str | None]:
+    """(the jars of `coordinates`, from the jar cache, fetched and checked once; None), or
+    ([], why) when one of them cannot be had."""
+    try:
+        return [jvm_packages.ensure_jar(c, jvm_packages.cache_of(options), options.maven_repository)
+                for c in coordinates], None
+    except jvm_packages.PackageUnavailable as exc:
+        return [], str(exc)
 
 
 def get_session(options: RunOptions | None = None) -> Session:

@@ -47,3 +47,25 @@ def test_driver_jvm_runs_with_the_quick_jit_and_serial_collector(session):
                      .getRuntimeMXBean().getInputArguments())
     for flag in ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"):
         assert flag in arguments
+
+
+def test_a_jar_that_cannot_be_had_is_said_by_the_cases_that_need_it(tmp_path, monkeypatch):
+    """Iceberg, Delta and an engine fetch their jars the same way; from a repository that
+    serves nothing each leaves its session without them and keeps why."""
+    from types import SimpleNamespace
+
+    from harness.spark import delta, iceberg
+    from harness.spark import session as session_module
+    monkeypatch.setattr(session_module, "_pyspark_version", lambda: "3.5.9")
+    monkeypatch.setattr(iceberg, "problem", None)
+    monkeypatch.setattr(delta, "problem", None)
+    options = RunOptions(iceberg=True, delta=True, engine="comet", jar_cache=str(tmp_path / "jars"),
+                         maven_repository=(tmp_path / "empty").as_uri())
+    stand_in = SimpleNamespace(workdir=tmp_path)
+    Session = session_module.Session
+    assert Session._iceberg_confs(stand_in, options) == {} and stand_in.iceberg_runtime is None
+    assert "iceberg-spark-runtime-3.5_2.12" in iceberg.problem
+    assert Session._delta_confs(stand_in, options) == {} and "delta-spark_2.12" in delta.problem
+    assert Session._engine_confs(stand_in, options) == {} and stand_in.engine_runtime is None
+    assert stand_in.engine_problem.startswith("not available: ") and "comet-spark-spark3.5_2.12" in \
+        stand_in.engine_problem
