@@ -6,6 +6,8 @@ import os
 import re
 from pathlib import Path
 
+from harness.core.records import BYTE_UNITS
+
 # C0/C1 control characters (ESC sequences could rewrite a terminal), DEL, and the
 # Unicode line/paragraph separators that JavaScript treats as line ends; tab and
 # newline are kept.
@@ -45,3 +47,14 @@ def quoted_identifier(name: str) -> str:
 def string_literal(text: str) -> str:
     """Text as a Spark SQL string literal (backslash escapes, Spark's default parser)."""
     return "'" + str(text).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def bytes_text(size: int) -> str:
+    """Spark's Utils.bytesToString: what the server prints for an estimate of `size` bytes
+    (Java's `%.1f` rounds half up: 160,000 B is 156.25 KiB, printed `156.3 KiB`)."""
+    from decimal import ROUND_HALF_UP, Decimal
+    for unit in ("EiB", "PiB", "TiB", "GiB", "MiB", "KiB"):
+        if size >= 2 * BYTE_UNITS[unit]:
+            value = (Decimal(size) / Decimal(BYTE_UNITS[unit])).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+            return f"{value} {unit}"
+    return f"{size}.0 B"

@@ -40,7 +40,7 @@ from harness.deploy.cluster import (
     spark_home,
 )
 from harness.deploy.connect import NOT_OBSERVABLE
-from harness.observe.printed_plans import bytes_text
+from harness.core.text import bytes_text
 from harness.report.diff import UNSEEN
 from harness.scenario.tables import declares_iceberg
 from harness.spark import iceberg, jvm_packages

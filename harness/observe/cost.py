@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 from harness.core.vocab import JOIN_OPERATORS
-from harness.observe.jvm_plans import _children, _kind
 
 # One operator's metrics as Scala prints its map (one Py4J call per operator):
 # `Map(dataSize -> SQLMetric(id: 12, name: Some(data size), value: 4096), ...)`.
@@ -64,14 +63,13 @@ class Walk:
     map_rdd: Callable
 
 
-def _map_rdd(exchange) -> int | None:
+def map_rdd(exchange) -> int | None:
+    """The id of the RDD a JVM shuffle's map side ran (None: it never ran)."""
     try:
         return int(exchange.shuffleDependency().rdd().id())
     except Exception:  # a shuffle that never ran
         return None
 
-
-JVM = Walk(_kind, _children, metrics, _map_rdd)
 WRAPPERS = ("ReusedExchange", "AdaptiveSparkPlan")
 
 
@@ -197,7 +195,7 @@ def _add(total: int | None, value: int | None) -> int | None:
     return None if total is None or value is None else total + value
 
 
-def of(plan, stages=None, walk: Walk = JVM) -> dict | None:
+def of(plan, walk: Walk, stages=None) -> dict | None:
     """The cost of the plan's top join (None: the plan has no join). `stages`: the
     stages of the run (harness.spark.stages.RunStages), for the join stage's tasks."""
     join, above = _top_join(plan, walk)

@@ -4,6 +4,7 @@ and why Spark did what it did (the model's rule chain, the estimates against the
 broadcast threshold, the case's configs, Spark's warnings)."""
 from __future__ import annotations
 
+from harness.core.text import bytes_text
 from harness.core.vocab import COST_SIZES, SPJ_CONFS, describe_join
 
 THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
@@ -68,7 +69,6 @@ def _cost_bound_words(cost: dict) -> list[str]:
     """`cost: shuffle bytes left ≤ 2.0 MiB, spill bytes = 0.0 B` (bounds as
     harness.scenario.checks reads them)."""
     def shown(field, n):
-        from harness.observe.printed_plans import bytes_text
         return bytes_text(n) if field in COST_SIZES else f"{n:,}"
 
     def limits(field, bound):
@@ -309,7 +309,6 @@ def reuse_words(records: list[dict]) -> tuple[int, str]:
 
 
 def _size(n) -> str:
-    from harness.observe.printed_plans import bytes_text
     return "not reported" if n is None else bytes_text(n)
 
 

@@ -11,6 +11,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from harness.core.vocab import BUILD_SIDES, JOIN_OPERATORS, NO_JOIN, PLAN_TEXT_LIMIT
+from harness.observe import cost as costs
 from harness.spark import engines
 
 
@@ -259,10 +260,13 @@ def runtime_sides(final_plan) -> dict | None:
     return {"left": sides[0], "right": sides[1]}
 
 
+# How harness.observe.cost reads a JVM plan: this module's walk, the operators' own metrics.
+COST_WALK = costs.Walk(_kind, _children, costs.metrics, costs.map_rdd)
+
+
 def cost(final_plan, stages=None) -> dict | None:
     """What the top join of the plan that ran cost (harness.observe.cost)."""
-    from harness.observe import cost as costs  # it reads plans with this module's walk
-    return costs.of(final_plan, stages)
+    return costs.of(final_plan, COST_WALK, stages)
 
 
 def _first(node, wanted):

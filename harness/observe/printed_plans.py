@@ -20,7 +20,9 @@ import re
 from dataclasses import dataclass, field
 
 from harness.core.records import BYTE_UNITS, UNAVAILABLE
+from harness.core.text import bytes_text
 from harness.core.vocab import JOIN_OPERATORS, NO_JOIN, PLAN_TEXT_LIMIT
+from harness.observe import cost as costs
 from harness.observe.jvm_plans import JoinNode
 from harness.observe.plan_tree import outline
 
@@ -278,12 +280,11 @@ def _metrics(node: dict) -> dict:
 def cost(plan: PrintedPlan, stages=None) -> dict | None:
     """What the top join cost, from the plan metrics the server sent with the result
     (None: there were none, or the plan has no join)."""
-    from harness.observe import cost as costs
     if not plan.final:
         return None
     walk = costs.Walk(kind=_operator, children=lambda node, kind: node["children"],
                       metrics=_metrics, map_rdd=lambda exchange: None)
-    return costs.of(plan.root, stages, walk)
+    return costs.of(plan.root, walk, stages)
 
 
 def final_plan_reached(plan: PrintedPlan) -> bool:
@@ -294,17 +295,6 @@ def final_plan_reached(plan: PrintedPlan) -> bool:
 
 def size_of(text: str, unit: str) -> int:
     return int(round(float(text) * BYTE_UNITS[unit]))
-
-
-def bytes_text(size: int) -> str:
-    """Spark's Utils.bytesToString: what the server prints for an estimate of `size` bytes
-    (Java's `%.1f` rounds half up: 160,000 B is 156.25 KiB, printed `156.3 KiB`)."""
-    from decimal import ROUND_HALF_UP, Decimal
-    for unit in ("EiB", "PiB", "TiB", "GiB", "MiB", "KiB"):
-        if size >= 2 * BYTE_UNITS[unit]:
-            value = (Decimal(size) / Decimal(BYTE_UNITS[unit])).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
-            return f"{value} {unit}"
-    return f"{size}.0 B"
 
 
 def _statistics(text: str) -> dict:

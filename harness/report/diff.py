@@ -115,7 +115,7 @@ def _cost_figures(cost: dict | None) -> tuple | None:
 
 
 def _cost_changes(old: tuple, new: tuple, threshold: CostThreshold) -> list[tuple[str, str]]:
-    from harness.observe.printed_plans import bytes_text
+    from harness.core.text import bytes_text
     changes = []
     for (key, words), before, after in zip(COST_FIGURES, old, new):
         if before is None or after is None or before == after:

@@ -70,7 +70,7 @@ def _ran_with_stages(session, hint, keys=100):
 
 
 def test_a_sort_merge_join_shuffles_both_sides(session, confs):
-    found = cost.of(_ran(session, "merge"))
+    found = jvm_plans.cost(_ran(session, "merge"))
     assert found["left"]["shuffle_records"] == 10000 and found["right"]["shuffle_records"] == 100
     assert found["left"]["shuffle_bytes"] > found["right"]["shuffle_bytes"] > 0
     assert found["left"]["broadcast_bytes"] == found["right"]["broadcast_bytes"] == 0
@@ -84,7 +84,7 @@ def test_a_sort_merge_join_shuffles_both_sides(session, confs):
 
 
 def test_a_broadcast_hash_join_moves_only_its_build_side(session, confs):
-    found = cost.of(_ran(session, "broadcast"))
+    found = jvm_plans.cost(_ran(session, "broadcast"))
     assert found["right"]["broadcast_bytes"] > 0 and found["right"]["shuffle_bytes"] == 0
     assert found["left"] == {"shuffle_bytes": 0, "shuffle_records": 0, "broadcast_bytes": 0, "partitions": None,
                              "coalesced_partitions": 0, "skew_splits": 0}
@@ -102,7 +102,7 @@ def test_a_sort_merge_join_that_buffers_more_than_its_threshold_spills(session, 
     right = spark.range(0, 6000).select((F.col("id") % 2).alias("k"), F.col("id").alias("w")).hint("merge")
     frame = left.join(right, "k").select(F.count(F.lit(1)).alias("n"))
     frame.collect()
-    found = cost.of(jvm_plans.current_plan(frame))
+    found = jvm_plans.cost(jvm_plans.current_plan(frame))
     if _smj_reports_spill(session):
         assert found["spill_bytes"] > 0
     else:  # measured: the sort-merge join's spillSize arrived in 3.3
@@ -113,14 +113,14 @@ def test_a_sort_merge_join_that_buffers_more_than_its_threshold_spills(session, 
 def test_a_plan_without_a_join_costs_nothing(session):
     frame = session.spark.range(10).selectExpr("count(1)")
     frame.collect()
-    assert cost.of(jvm_plans.current_plan(frame)) is None
+    assert jvm_plans.cost(jvm_plans.current_plan(frame)) is None
 
 
 def test_the_join_stage_is_the_map_side_of_the_shuffle_above_the_join(session, confs):
     # 10,000 rows of one key and 100 rows of 99 others, hashed into 4 partitions: the
     # task that reads the big key reads all of its rows from the shuffle
     plan, ran_stages = _ran_with_stages(session, "merge", keys=1)
-    found = cost.of(plan, ran_stages)
+    found = jvm_plans.cost(plan, ran_stages)
     assert found["tasks"] == 4
     # the key's 10,000 left rows, and the right rows of the keys that hash with it
     assert 10000 < found["max_task_rows"] < 10100
@@ -129,7 +129,7 @@ def test_the_join_stage_is_the_map_side_of_the_shuffle_above_the_join(session, c
 
 def test_a_broadcast_join_stage_reads_its_streamed_side_from_the_source(session, confs):
     plan, ran_stages = _ran_with_stages(session, "broadcast")
-    found = cost.of(plan, ran_stages)
+    found = jvm_plans.cost(plan, ran_stages)
     # range(0, 10000) in the session's default parallelism (local[2]): two splits of 5,000
     assert found["tasks"] == session.spark.sparkContext.defaultParallelism
     assert found["max_task_rows"] == 10000 // found["tasks"]
@@ -138,12 +138,12 @@ def test_a_broadcast_join_stage_reads_its_streamed_side_from_the_source(session,
 def test_a_join_without_a_shuffle_above_it_runs_in_the_result_stage(session, confs):
     confs.set("spark.sql.shuffle.partitions", "1")  # one partition: the count needs no exchange
     plan, ran_stages = _ran_with_stages(session, "merge", keys=1)
-    found = cost.of(plan, ran_stages)
+    found = jvm_plans.cost(plan, ran_stages)
     assert found["tasks"] == 1 and found["max_task_rows"] == 10100
 
 
 def test_stages_not_read_are_not_reported_never_zero(session, confs):
-    found = cost.of(_ran(session, "merge"), stages.RunStages.unknown("not read here"))
+    found = jvm_plans.cost(_ran(session, "merge"), stages.RunStages.unknown("not read here"))
     assert found["tasks"] is None and found["max_task_rows"] is None
     assert found["not_reported"]["tasks"] == found["not_reported"]["max_task_rows"] == "not read here"
 

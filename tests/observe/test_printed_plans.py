@@ -3,6 +3,7 @@ server prints and reports — checked against the JVM reader (harness.observe.jv
 queries, and against Spark's own byte formatting."""
 import pytest
 
+from harness.core.text import bytes_text
 from harness.observe import jvm_plans, printed_plans
 from harness.observe.printed_plans import (
     PrintedPlan,
@@ -82,7 +83,7 @@ def test_the_grammar_agrees_with_the_jvm_reader_on_the_same_plan(session, query)
                                   10 ** 10, 2 ** 62, 2 ** 63 - 1])
 def test_bytes_text_is_what_spark_prints(session, size):
     jvm = session.spark.sparkContext._jvm
-    assert printed_plans.bytes_text(size) == str(jvm.org.apache.spark.util.Utils.bytesToString(size))
+    assert bytes_text(size) == str(jvm.org.apache.spark.util.Utils.bytesToString(size))
 
 
 def test_estimates_read_from_the_cost_mode_plan():
