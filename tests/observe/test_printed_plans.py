@@ -4,6 +4,7 @@ queries, and against Spark's own byte formatting."""
 import pytest
 
 from harness.core.text import bytes_text
+from harness.core.vocab import spark_version
 from harness.observe import jvm_plans, printed_plans
 from harness.observe.printed_plans import (
     PrintedPlan,
@@ -76,6 +77,14 @@ def test_the_grammar_agrees_with_the_jvm_reader_on_the_same_plan(session, query)
     finally:
         spark.catalog.dropTempView("a")
         spark.catalog.dropTempView("b")
+    if spark_version(spark.version) < spark_version("3.1"):
+        # Measured on 3.0.3: a nested-loop join's plan object has no leftKeys/rightKeys and
+        # a Cartesian product's no joinType (BaseJoinExec gives them from 3.1), so the JVM
+        # reader leaves them empty where the grammar writes what 3.1+ answers: List(), Inner
+        for node in from_text:
+            node.update({side: "" for side in ("left_keys", "right_keys") if node[side] == "List()"})
+            if node["strategy"] == "CartesianProduct":
+                node["join_type"] = ""
     assert from_jvm and from_text == from_jvm
 
 
