@@ -100,7 +100,7 @@ def check(key: str, value) -> None:
         return
     if isinstance(value, dict):  # {estimate_of: side, times, plus}: a size in bytes (the schema checks its shape)
         if key in VETTED_STRINGS:
-            raise ConfError(f"'{key}' takes a {describe(VETTED_STRINGS[key])}; only sizes in bytes may be "
+            raise ConfError(f"'{key}' takes a {_describe(VETTED_STRINGS[key])}; only sizes in bytes may be "
                             "given as estimate_of")
         return
     if isinstance(value, float) and not math.isfinite(value):
@@ -108,7 +108,7 @@ def check(key: str, value) -> None:
     if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
         raise ConfError(f"'{key}': a value of {len(value)} characters (at most {MAX_VALUE_CHARS}): {value[:40]!r}...")
     if key in VETTED_STRINGS and not _fits(VETTED_STRINGS[key], value):
-        raise ConfError(f"'{key}' takes a {describe(VETTED_STRINGS[key])}, not {value!r}")
+        raise ConfError(f"'{key}' takes a {_describe(VETTED_STRINGS[key])}, not {value!r}")
 
 
 def _fits(kind, value) -> bool:
@@ -121,7 +121,7 @@ def _fits(kind, value) -> bool:
     return value.upper() in kind
 
 
-def describe(kind) -> str:
+def _describe(kind) -> str:
     return "value " + "/".join(kind) if isinstance(kind, tuple) else kind
 
 

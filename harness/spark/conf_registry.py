@@ -50,15 +50,27 @@ class Registry:
         return self._keys
 
     def declared(self, key: str) -> Optional[Declared]:
-        """What this Spark declares for `key`; None where it does not declare it."""
+        """What this Spark (or, for its configs, the session's native engine) declares for
+        `key`; None where it does not declare it."""
         if key not in self._declared:
-            entry = self._entries.get(key)
+            entry = self._entry(key)
             self._declared[key] = None if entry is None else Declared(key, _kind(entry), key in self._static)
         return self._declared[key]
 
+    def _entry(self, key: str):
+        # A native engine's entries have Spark's shape: a key, a default, a value converter.
+        if confs.is_engine_conf(key):
+            return (engines.config_entries(self.spark) or {}).get(key)
+        return self._entries.get(key)
+
+    def owner(self, key: str) -> str:
+        """Whose registry declares `key`, in words: `Spark 4.1.4`, `comet 1.2.0`."""
+        return (engines.version_words(self.spark) if confs.is_engine_conf(key) else None) or \
+            f"Spark {self.spark.version}"
+
     def refusal(self, key: str, text: str) -> Optional[str]:
-        """Spark's own message when the entry's converter refuses `text`, else None."""
-        entry = self._entries.get(key)
+        """The registry's own message when the entry's converter refuses `text`, else None."""
+        entry = self._entry(key)
         if entry is None:
             return None
         try:
@@ -189,34 +201,57 @@ def check_settings(spark, data: dict) -> None:
     for where, key, value in confs.settings(data):
         if confs.is_iceberg_conf(key):  # Iceberg's, typed by harness.scenario.confs
             continue
-        if confs.is_engine_conf(key):  # an engine's, typed by its own registry where it runs
-            refused = _engine_refusal(spark, key, value)
+        declared = registry.declared(key)
+        if declared is None:
+            refused = _undeclared_refusal(registry, key, value)
             if refused:
                 raise ConfRefused(where, refused)
             continue
-        declared = registry.declared(key)
-        if declared is None:
-            if key not in confs.measured_keys():
-                close = difflib.get_close_matches(key, registry.keys(), n=1, cutoff=0.85)
-                if close:
-                    raise ConfRefused(where, f"'{key}' is not a config of Spark {spark.version} "
-                                             f"(did you mean '{close[0]}'?)")
-            continue
+        who = registry.owner(key)
         if declared.static:
-            raise ConfRefused(where, f"'{key}' is a static config of Spark {spark.version} (set when the session "
+            raise ConfRefused(where, f"'{key}' is a static config of {who} (set when the session "
                                      "starts): a scenario may not set it")
         if declared.kind == STRING and key not in confs.VETTED_STRINGS:
-            raise ConfRefused(where, f"'{key}' takes a string on Spark {spark.version}: only booleans, numbers, "
+            raise ConfRefused(where, f"'{key}' takes a string on {who}: only booleans, numbers, "
                                      "sizes, durations and the vetted string configs may be set (see README "
                                      "'Configs a scenario may set')")
         if isinstance(value, dict):  # sized by an estimate: a size in bytes
             if declared.kind != NUMBER or registry.refusal(key, "1k") is not None:
-                raise ConfRefused(where, f"'{key}' does not take a size in bytes on Spark {spark.version}: "
+                raise ConfRefused(where, f"'{key}' does not take a size in bytes on {who}: "
                                          "only sizes may be given as estimate_of")
             continue
         refused = registry.refusal(key, conf_text(value))
         if refused is not None:
-            raise ConfRefused(where, f"Spark {spark.version} refuses {excerpt(conf_text(value))} for '{key}': {refused}")
+            raise ConfRefused(where, f"{who} refuses {excerpt(conf_text(value))} for '{key}': {refused}")
+
+
+def _undeclared_refusal(registry: Registry, key: str, value) -> Optional[str]:
+    """Why a key the running registry does not declare is refused: a typo (close to one
+    that this Spark, or any engine version the harness loads, declares); for an engine's
+    key another of its versions declares, a value of the wrong kind (that version's
+    converter is not at hand: its measured kind decides). None: the case runs without it."""
+    if not confs.is_engine_conf(key):
+        if key in confs.measured_keys():
+            return None
+        close = difflib.get_close_matches(key, registry.keys(), n=1, cutoff=0.85)
+        return f"'{key}' is not a config of Spark {registry.spark.version} (did you mean '{close[0]}'?)" \
+            if close else None
+    measured = engines.measured_configs().get(key)
+    if measured is None:
+        close = difflib.get_close_matches(key, sorted(engines.measured_configs()), n=1, cutoff=0.85)
+        return (f"'{key}' is not a config of any engine version the harness loads"
+                + (f" (did you mean '{close[0]}'?)" if close else ""))
+    kind, who = measured["kind"], f"{measured['engine']} {', '.join(measured['versions'])}"
+    if isinstance(value, dict) and kind != NUMBER:
+        return f"'{key}' does not take a size in bytes on {who}: only sizes may be given as estimate_of"
+    if kind == STRING and key not in confs.VETTED_STRINGS:
+        return (f"'{key}' takes a string on {who}: only booleans, numbers, sizes, durations and the vetted "
+                "string configs may be set")
+    if kind == BOOLEAN and not isinstance(value, bool):
+        return f"'{key}' takes true or false on {who}, not {value!r}"
+    if kind == NUMBER and (isinstance(value, bool) or (isinstance(value, str) and not NUMBER_TEXT.match(value.strip()))):
+        return f"'{key}' takes a number, size or duration on {who}, not {value!r}"
+    return None
 
 
 def declared_here(spark, key: str) -> bool:
@@ -231,53 +266,9 @@ def declared_here(spark, key: str) -> bool:
 # A number as a scenario may write it for a config whose converter is not at hand: 8192,
 # 0.5, 64m, 30s (the converter of the engine's version that declares it decides there).
 NUMBER_TEXT = re.compile(r"^\d+(?:\.\d+)?\s*[A-Za-z]{0,3}$")
-_ENGINE_KINDS: dict = {}
 
 
 def engine_kinds(spark) -> dict[str, str]:
     """key → kind (boolean, number, string) of every config the session's engine
     declares, read through each entry's own converter; {} where no engine is loaded."""
     return {key: _kind(entry) for key, entry in (engines.config_entries(spark) or {}).items()}
-
-
-def _engine_refusal(spark, key: str, value) -> Optional[str]:
-    """Why a scenario may not set the engine config `key` to `value`, else None. Where the
-    engine runs, its registry and the entry's converter decide; elsewhere the kind measured
-    for another version does (the case runs without the key)."""
-    entry = (engines.config_entries(spark) or {}).get(key)
-    if entry is None:
-        measured = engines.measured_configs().get(key)
-        if measured is None:
-            close = difflib.get_close_matches(key, sorted(engines.measured_configs()), n=1, cutoff=0.85)
-            return (f"'{key}' is not a config of any engine version the harness loads"
-                    + (f" (did you mean '{close[0]}'?)" if close else ""))
-        return _kind_refusal(key, measured["kind"], value, f"{measured['engine']} {', '.join(measured['versions'])}")
-    if (id(spark), key) not in _ENGINE_KINDS:
-        _ENGINE_KINDS[(id(spark), key)] = _kind(entry)
-    kind = _ENGINE_KINDS[(id(spark), key)]
-    refused = _kind_refusal(key, kind, value, "this session's engine")
-    if refused:
-        return refused
-    text = "1k" if isinstance(value, dict) else conf_text(value)
-    try:
-        entry.valueConverter().apply(text)
-    except Exception as exc:
-        if isinstance(value, dict):
-            return f"'{key}' does not take a size in bytes: only sizes may be given as estimate_of"
-        return f"the engine refuses {excerpt(text)} for '{key}': {_first_line(exc)}"
-    return None
-
-
-def _kind_refusal(key: str, kind: str, value, declared_by: str) -> Optional[str]:
-    if isinstance(value, dict) and kind != NUMBER:
-        return f"'{key}' does not take a size in bytes: only sizes may be given as estimate_of"
-    if kind == STRING:
-        if key in confs.VETTED_STRINGS:
-            return None if isinstance(value, str) else f"'{key}' takes a {confs.describe(confs.VETTED_STRINGS[key])}"
-        return (f"'{key}' takes a string ({declared_by}): only an engine's booleans, numbers, sizes, durations "
-                "and the vetted string configs may be set")
-    if kind == BOOLEAN:
-        return None if isinstance(value, bool) else f"'{key}' takes true or false ({declared_by}), not {value!r}"
-    if isinstance(value, bool) or (isinstance(value, str) and not NUMBER_TEXT.match(value.strip())):
-        return f"'{key}' takes a number, size or duration ({declared_by}), not {value!r}"
-    return None

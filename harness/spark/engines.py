@@ -71,6 +71,15 @@ def config_entries(spark) -> dict | None:
     return None
 
 
+def version_words(spark) -> str | None:
+    """`comet 1.2.0`: the engine the session loaded (None: none)."""
+    for name, engine in ENGINES.items():
+        version = engine.version_of(spark)
+        if version is not None:
+            return f"{name} {version}"
+    return None
+
+
 def measured_configs() -> dict[str, dict]:
     """Every engine's configs of any version the harness loads: key → {kind, versions,
     engine}."""
