@@ -29,16 +29,21 @@ DUMP = ("import json\n"
         "spark.stop()\n")
 
 
-def keys_of(spark: str, python: Path) -> list[str]:
+def _dump(spark: str, python: Path, script: str, *args: str):
+    """What `script` prints after `KEYS ` in the environment of Spark `spark`, as JSON."""
     env = dict(os.environ, PYTHONPATH=str(matrix.ROOT), PYSPARK_PYTHON=str(python))
     if matrix.needs_java11(spark):
         env["JAVA_HOME"] = matrix.java_home(python) or ""
-    done = subprocess.run([str(python), "-c", DUMP], capture_output=True, text=True, env=env, timeout=600,
+    done = subprocess.run([str(python), "-c", script, *args], capture_output=True, text=True, env=env, timeout=600,
                           cwd=matrix.ROOT)
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("KEYS ")), None)
     if line is None:
         raise RuntimeError(f"Spark {spark}: no keys ({done.stderr.strip().splitlines()[-1:] or 'no output'})")
-    version, keys = json.loads(line[5:])
+    return json.loads(line[5:])
+
+
+def keys_of(spark: str, python: Path) -> list[str]:
+    version, keys = _dump(spark, python, DUMP)
     if version != spark:
         raise RuntimeError(f"the environment of Spark {spark} runs Spark {version}")
     return keys
@@ -82,13 +87,7 @@ ENGINE_DUMP = ("import json, sys\n"
 
 def engine_keys_of(name: str, spark: str, python: Path, jar: Path) -> tuple[str, dict[str, str]]:
     """(the engine's version, key → kind) as a session of `spark` with the engine reads them."""
-    env = dict(os.environ, PYTHONPATH=str(matrix.ROOT), PYSPARK_PYTHON=str(python))
-    done = subprocess.run([str(python), "-c", ENGINE_DUMP, name, str(jar)], capture_output=True, text=True, env=env,
-                          timeout=600, cwd=matrix.ROOT)
-    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("KEYS ")), None)
-    if line is None:
-        raise RuntimeError(f"{name} on Spark {spark}: no keys ({done.stderr.strip().splitlines()[-1:] or 'no output'})")
-    version, kinds = json.loads(line[5:])
+    version, kinds = _dump(spark, python, ENGINE_DUMP, name, str(jar))
     if not version or not kinds:
         raise RuntimeError(f"{name} on Spark {spark}: the engine did not load")
     return version, kinds
