@@ -151,16 +151,17 @@ def _table(spark, meta, relation) -> CapturedTable:
         return _delta_table(spark, meta, relation)
     schema = {f.name(): _type(database, table, f) for f in _fields(meta.schema())}
     stats = meta.stats()
-    notes = []
+    notes = _format_notes(meta, f"{database}.{table}")
     columns = _names(meta.partitionColumnNames())
     if columns:
         partitions = catalog_partitions(spark, meta, schema, columns, notes)
         if partitions is not None:
             table_stats = _stats(spark, stats.get(), schema) if not stats.isEmpty() else {}
-            table_stats = _agreeing_stats(table_stats, partitions, f"{database}.{table}", notes)
+            stale = _stale_stats(table_stats, partitions, f"{database}.{table}", notes)
             kept, omitted = kept_partitions(partitions, f"{database}.{table}", notes)
             layout = {"partition_by": columns, "partition_values": kept,
-                      **({"partitions_omitted": omitted} if omitted else {})}
+                      **({"partitions_omitted": omitted} if omitted else {}),
+                      **({"stale_stats": True} if stale else {})}
             return CapturedTable(database, table, schema, table_stats, _bucket_by(meta), notes=notes,
                                  partitions=layout)
     if stats.isEmpty():
@@ -184,25 +185,31 @@ def _delta_table(spark, meta, relation) -> CapturedTable:
     try:
         snapshot = _delta_snapshot(spark, location)
         columns = _names(snapshot.metadata().partitionColumns())
+        physical = _delta_physical_names(snapshot)
         files = _frame(spark, snapshot.allFiles().toDF())
     except Exception as exc:
         raise CaptureError(f"the Delta log of {where} cannot be read ({one_line(str(exc))[:160]})") from None
     from pyspark.sql import functions as F
-    keys = [F.col("partitionValues").getItem(c).alias(f"v{i}") for i, c in enumerate(columns)]
+    # the log keys partition values by the column's physical name (column mapping)
+    keys = [F.col("partitionValues").getItem(physical.get(c, c)).alias(f"v{i}") for i, c in enumerate(columns)]
     records = F.get_json_object("stats", "$.numRecords").cast("long")
+    if "deletionVector" in files.columns:  # rows a deletion vector marks deleted are not the table's
+        records = records - F.coalesce(F.col("deletionVector.cardinality"), F.lit(0)).cast("long")
     rows = files.groupBy(*keys).agg(F.sum("size").alias("size"), F.sum(records).alias("records"),
                                     F.count(F.when(records.isNull(), 1)).alias("unknown")) \
         .limit(MAX_PARTITIONS + 1).collect() if columns else \
         files.agg(F.sum("size").alias("size"), F.sum(records).alias("records"),
                   F.count(F.when(records.isNull(), 1)).alias("unknown")).collect()
     notes = []
+    catalog_stats = _delta_catalog_stats(meta, where, notes)
     known_rows = all(row["unknown"] == 0 for row in rows)
     if not known_rows:
         notes.append(f"{where}: some of its files carry no record count: rows are left out")
     if not columns:
         size = int(rows[0]["size"] or 0)
         stats = {"size_bytes": size, **({"rows": int(rows[0]["records"] or 0)} if known_rows else {})}
-        return CapturedTable(database, table, schema, stats, notes=notes, format="delta")
+        return CapturedTable(database, table, schema, stats, notes=notes, format="delta",
+                             partitions={"catalog_stats": catalog_stats} if catalog_stats else None)
     if len(rows) > MAX_PARTITIONS:
         raise CaptureError(f"the Delta table {where} has more than {MAX_PARTITIONS:,} partitions, more than a "
                            "scenario holds")
@@ -218,7 +225,36 @@ def _delta_table(spark, meta, relation) -> CapturedTable:
     if known_rows:
         stats["rows"] = sum(p["rows"] for p in partitions)
     return CapturedTable(database, table, schema, stats, notes=notes, format="delta",
-                         partitions={"partition_by": columns, "partition_values": partitions})
+                         partitions={"partition_by": columns, "partition_values": partitions,
+                                     **({"catalog_stats": catalog_stats} if catalog_stats else {})})
+
+
+def _delta_physical_names(snapshot) -> dict:
+    """Column → its physical name in the log, where column mapping gave it one."""
+    out = {}
+    for field_ in _fields(snapshot.metadata().schema()):
+        metadata = field_.metadata()
+        if metadata.contains(DELTA_PHYSICAL_NAME):
+            out[str(field_.name())] = str(metadata.getString(DELTA_PHYSICAL_NAME))
+    return out
+
+
+DELTA_PHYSICAL_NAME = "delta.columnMapping.physicalName"
+
+
+def _delta_catalog_stats(meta, where: str, notes: list) -> dict | None:
+    """The statistics a Delta table's catalog entry holds (a CREATE TABLE AS SELECT into a
+    Hive metastore records them): Spark sizes every scan of the table by them, whatever
+    its log holds and whatever the filter, so the replay carries them too."""
+    if meta.stats().isEmpty():
+        return None
+    statistics = meta.stats().get()
+    out = {"size_bytes": int(statistics.sizeInBytes())}
+    if not statistics.rowCount().isEmpty():
+        out["rows"] = int(statistics.rowCount().get())
+    notes.append(f"{where}: its catalog entry holds statistics ({out['size_bytes']:,} bytes), which Spark sizes "
+                 "every scan of it by, whatever its log holds and whatever the filter: replayed so (catalog_stats)")
+    return out
 
 
 def _delta_snapshot(spark, location: str):
@@ -271,6 +307,10 @@ def catalog_partitions(spark, meta, schema: dict, columns: list[str], notes: lis
         values = [_partition_value(texts[column], schema[column]) for column in columns]
         stats = None if partition.stats().isEmpty() else partition.stats().get()
         size = _listed_size(spark, hadoop, str(partition.location().toString()))
+        if size == GONE:
+            notes.append(f"{where}: the folder of partition {texts} is gone: Spark lists no file in it and sizes it "
+                         "0 bytes; replayed so")
+            size = 0
         if size is None and stats is not None:
             size = int(stats.sizeInBytes())
         if size is None:
@@ -323,15 +363,24 @@ def _hidden(name: str) -> bool:
     return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
 
 
+# A partition whose location does not exist (deleted outside Spark): its file index
+# lists nothing there, a scan keeping it weighs 0 bytes.
+GONE = -1
+
+
 def _listed_size(spark, hadoop, location: str) -> int | None:
     """The length of a partition's data files, as Spark's file index counts them (hidden
-    files left out, folders below listed); None when the folder cannot be listed. A local
-    folder is listed from Python (a Py4J call per file costs more than the listing)."""
+    files left out, folders below listed, files written there outside Spark included);
+    GONE when the location does not exist; None when it cannot be listed. A local folder
+    is listed from Python (a Py4J call per file costs more than the listing)."""
     try:
         if location.startswith("file:"):
-            return _local_size(urllib.parse.unquote(urllib.parse.urlparse(location).path))
+            local = urllib.parse.unquote(urllib.parse.urlparse(location).path)
+            return _local_size(local) if os.path.exists(local) else GONE
         path = spark._jvm.org.apache.hadoop.fs.Path(location)
         fs = path.getFileSystem(hadoop)
+        if not fs.exists(path):
+            return GONE
         total, folders = 0, [path]
         while folders:
             for status in fs.listStatus(folders.pop()):
@@ -363,27 +412,56 @@ def _local_size(folder: str) -> int:
     return total
 
 
-def _agreeing_stats(stats: dict, partitions: list, where: str, notes: list) -> dict:
-    """The table's statistics as a scenario must hold them: adding up with its partitions.
-    Statistics older than the files (the partitions' total differs) are replayed with the
-    files' total, said in a note; none at all (never ANALYZEd) stay none, as Spark then
-    sizes a scan of every partition by spark.sql.defaultSizeInBytes."""
+def _stale_stats(stats: dict, partitions: list, where: str, notes: list) -> bool:
+    """Whether the table's catalog statistics disagree with its partitions' files (taken
+    before files were written, or removed): Spark sizes a scan of every partition by the
+    statistics and a scan that prunes by the kept partitions' files, so both are replayed
+    as they are (`stale_stats`), said in a note. None at all (never ANALYZEd) stay none,
+    as Spark then sizes a scan of every partition by spark.sql.defaultSizeInBytes.
+    Partition row counts that do not add up to the table's are left out (Spark plans
+    with the table's; a partition's own count only feeds the synthetic twin)."""
     if not stats:
         notes.append(f"{where} was never ANALYZEd: replayed so (a scan of all its partitions is sized by "
                      "spark.sql.defaultSizeInBytes, one that prunes by the kept partitions' files)")
-        return {}
+        return False
     total = sum(p["size_bytes"] for p in partitions)
-    if stats["size_bytes"] != total:
+    stale = stats["size_bytes"] != total
+    if stale:
         notes.append(f"{where}: its catalog statistics say {stats['size_bytes']:,} bytes, its partitions' files "
-                     f"{total:,}: replayed with the files' total (ANALYZE TABLE it for statistics that agree)")
-        stats = {**stats, "size_bytes": total}
+                     f"{total:,}: replayed as they are (stale_stats), as Spark sizes them: a scan of every "
+                     "partition by the statistics, one that prunes by the kept partitions' files")
     rows = [p.get("rows") for p in partitions]
     if "rows" in stats and None not in rows and sum(rows) != stats["rows"]:
         notes.append(f"{where}: its partitions' row counts add up to {sum(rows):,}, its statistics say "
                      f"{stats['rows']:,}: the partitions' row counts are left out")
         for p in partitions:
             p.pop("rows", None)
-    return stats
+    return stale
+
+
+# Spark's data source providers a statistics-only table replays as parquet (the same
+# sizes and layout; the scan prints another format)
+_REPLAYED_AS_PARQUET = ("orc", "hive")
+
+
+def _format_notes(meta, where: str) -> list:
+    """A table stored in another format than parquet is replayed as a parquet table:
+    said, never silent."""
+    provider = "" if meta.provider().isEmpty() else str(meta.provider().get()).lower()
+    serde = _safe_text(lambda: meta.storage().serde().get()).lower()
+    stored = "orc" if provider == "orc" or "orc" in serde else \
+        "parquet" if provider == "parquet" or "parquet" in serde else provider
+    if stored in ("parquet", ""):
+        return []
+    return [f"{where} is stored as {stored.upper() if stored == 'orc' else stored}: replayed as a statistics-only "
+            "parquet table of the same sizes and layout (its scans print Parquet)"]
+
+
+def _safe_text(fn) -> str:
+    try:
+        return str(fn())
+    except Exception:
+        return ""
 
 
 def _names(seq) -> list[str]:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -27,6 +29,7 @@ from harness.capturing.catalog import (
     relation_key,
     relation_reference,
 )
+from harness.capturing import fidelity
 from harness.capturing.frame_sql import PlanSqlError, frame_sql
 from harness.core.files import atomic_write_text
 from harness.core.text import one_line
@@ -162,9 +165,9 @@ def _capture_sql(spark, query: str, out, scenario_id, analyze, source, additions
         elif table.view_sql is not None:
             table.view_sql = rewrite(spark, table.view_sql, tables, f"{where}: view {table.database}.{table.table}")
     sql = rewrite(spark, query, tables, where)
-    scenario_id = scenario_id or _id_from(source) or _id_from(_file_name(out)) or "captured"
+    scenario_id = scenario_id or _id_from(_file_name(out)) or _id_from(source) or "captured"
     data = _scenario(spark, frame, tables, sql, scenario_id, where, frame)
-    return _write(spark, data, out, scenario_id, where, notes, tables, *additions)
+    return _write(spark, data, out, scenario_id, where, notes, tables, *additions, real=frame)
 
 
 def _capture_frame(frame, out, scenario_id, analyze, where, additions: tuple) -> Path:
@@ -194,7 +197,7 @@ def _capture_frame(frame, out, scenario_id, analyze, where, additions: tuple) ->
                            f"{planned or 'no join'}; capture its SQL text instead")
     scenario_id = scenario_id or _id_from(_file_name(out)) or "captured"
     data = _scenario(spark, frame, tables, sql, scenario_id, where, as_sql)
-    return _write(spark, data, out, scenario_id, where, notes, tables, *additions)
+    return _write(spark, data, out, scenario_id, where, notes, tables, *additions, real=frame)
 
 
 def _namers(tables: list) -> tuple:
@@ -234,20 +237,64 @@ def _analyze(spark, tables: list) -> str:
 
 
 def _write(spark, data: dict, out, scenario_id: str, where: str, notes: list, tables: list,
-           baseline: dict | None, synthetic: float | None) -> Path:
+           baseline: dict | None, synthetic: float | None, real=None) -> Path:
+    """The scenario file, written whole or not at all, after its self-check: planned in
+    this session, it must plan what the real query `real` planned (harness.capturing.fidelity);
+    each difference is a warning at the top of the file and on stderr."""
     if baseline is not None:  # what production planned, on its own version
         data["expect"]["overrides"] = [baseline]
     if synthetic is not None:  # before expect, as a person writes it
         expect = data.pop("expect")
         data["synthetic"] = {"scale": synthetic}
         data["expect"] = expect
-    header = [f"Captured from {where} on Spark {spark.version}, {dt.date.today().isoformat()}: statistics and "
-              "plans only, no data."] + notes + [n for t in tables for n in t.notes]
     path = Path(out)
     if path.is_dir() or str(out).endswith("/"):
         path = path / f"{scenario_id}.yaml"
-    atomic_write_text(path, "".join(f"# {one_line(line)}\n" for line in header) + _dump(data))
+    _refuse_taken_id(path, scenario_id, where)
+    header = [f"Captured from {where} on Spark {spark.version}, {dt.date.today().isoformat()}: statistics and "
+              "plans only, no data."] + notes + [n for t in tables for n in t.notes]
+    body = _dump(data)
+    warnings = _self_check(spark, body, tables, real, path.name) if real is not None else []
+    for warning in warnings:
+        print(f"warning: {path}: {warning}", file=sys.stderr)
+    lines = [f"WARNING: replayed here, this file plans otherwise than the real query: {w}" for w in warnings]
+    atomic_write_text(path, "".join(f"# {one_line(line)}\n" for line in lines + header) + body)
     return path
+
+
+def _self_check(spark, body: str, tables: list, real, file_name: str) -> list[str]:
+    """The written file, loaded as a replay loads it and planned in this session, against
+    the real query's plan."""
+    from harness.scenario.errors import ScenarioError
+    from harness.scenario.model import load_scenario
+    names = {t.table.lower(): t.name for t in tables}
+    with tempfile.TemporaryDirectory(prefix="join-harness-capture-") as folder:
+        written = Path(folder) / file_name
+        written.write_text(body, encoding="utf-8")
+        try:
+            data = load_scenario(written).data
+        except ScenarioError as exc:
+            return [f"the written file does not load ({one_line(str(exc))[:300]})"]
+    return fidelity.self_check(spark, data, fidelity.plan_shape(real, names))
+
+
+def _refuse_taken_id(path: Path, scenario_id: str, where: str) -> None:
+    """Two files of one id cannot be run together: another file of the target folder
+    holding this id is refused (the file being rewritten is not another)."""
+    folder = path.parent
+    if not folder.is_dir():
+        return
+    pattern = re.compile(rf"^id:\s*['\"]?{re.escape(scenario_id)}['\"]?\s*$", re.MULTILINE)
+    for other in sorted(folder.glob("*.y*ml")):
+        if other.resolve() == path.resolve() or not other.is_file():
+            continue
+        try:
+            text = other.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if pattern.search(text):
+            raise CaptureError(f"{where}: {other} already holds id '{scenario_id}': write to another file name "
+                               "(the id is the file's name)")
 
 
 def _file_name(out) -> str:
@@ -299,7 +346,8 @@ def _pruning_expectations(top: dict, tables: list) -> dict:
     """Over partitioned catalog tables, the dynamic partition pruning Spark planned for
     each one's scans below the top join, where the plan has decided it (not a decision
     AQE makes at run time)."""
-    partitioned = {t.name for t in tables if t.partitions}
+    partitioned = {t.name for t in tables if (t.partitions or {}).get("partition_by")
+                   or (t.iceberg or {}).get("partition_by")}
     out = []
     for scans in (top.get("scans") or {}).values():
         for scan in scans or []:

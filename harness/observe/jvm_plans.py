@@ -200,7 +200,7 @@ def batch_scan(node, table_names: dict | None) -> dict:
     pushed = values.get().size() if values is not None and values.isDefined() else None
     grouped = _safe_str(lambda: node.outputPartitioning().getClass().getSimpleName()) == "KeyGroupedPartitioning"
     return {"table": (table_names or {}).get(table, table) or None, "bucketed": False, "bucket_note": None,
-            "pruning": "none", "key_grouped": grouped,
+            "pruning": pruning_of(node), "key_grouped": grouped,
             "partially_clustered": partially == "true" if partially in ("true", "false") else None,
             "partition_values": pushed}
 
@@ -211,8 +211,12 @@ def pruning_of(scan) -> str:
     (planned, then replaced by `true`: no broadcast to reuse while only reuse was
     allowed); before AQE has run, a SubqueryAdaptiveBroadcast, whose fate AQE decides
     once it knows the join: `adaptive` (the join's broadcast if there is one, else a
-    subquery of its own) or `adaptive_reuse_only` (the broadcast, else dropped)."""
+    subquery of its own) or `adaptive_reuse_only` (the broadcast, else dropped). A file
+    scan holds it among its partition filters, a V2 scan (BatchScanExec: Iceberg's) among
+    its runtime filters (3.2+)."""
     filters = _safe_call(lambda: scan.partitionFilters())
+    if filters is None:
+        filters = _safe_call(lambda: scan.runtimeFilters())
     for i in range(filters.size() if filters is not None else 0):
         expression = filters.apply(i)
         if str(expression.nodeName()) != "DynamicPruningExpression":

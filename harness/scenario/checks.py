@@ -595,6 +595,12 @@ def _check_partition_values_owner(at: Where, where: tuple, table: dict) -> None:
     if "partition_values" in table and not table.get("partition_by"):
         raise at.error(where + ("partition_values",), "an unpartitioned table has no partition values: add "
                        "`partition_by`")
+    if "stale_stats" in table and (is_iceberg(table) or is_delta(table) or not table.get("partition_values")):
+        raise at.error(where + ("stale_stats",), "`stale_stats` is a statistics-only partitioned parquet table's "
+                       "(a Delta table's catalog statistics are `catalog_stats`)")
+    if "catalog_stats" in table and not (is_delta(table) and is_stats_only(table)):
+        raise at.error(where + ("catalog_stats",), "`catalog_stats` is a statistics-only Delta table's (a parquet "
+                       "table's catalog statistics are its `stats`)")
     if "partitions_omitted" in table and (is_iceberg(table) or not table.get("partition_values")):
         raise at.error(where + ("partitions_omitted",), "`partitions_omitted` counts the partitions a statistics-only "
                        "parquet table's `partition_values` leaves out")
@@ -631,6 +637,11 @@ def _check_catalog_partitions(at: Where, where: tuple, table: dict) -> None:
         if "size_bytes" not in partition:
             raise at.error(at_partition, "a partition of a parquet table needs `size_bytes` (what Spark sizes a "
                            "pruned scan by)")
+    if table.get("stale_stats"):
+        if "size_bytes" not in stats:
+            raise at.error(where + ("stale_stats",), "`stale_stats` says the table's statistics disagree with its "
+                           "partitions: give the statistics (`stats.size_bytes`)")
+        return  # Spark sizes an unfiltered scan by the statistics, a pruned one by the files
     _check_partition_totals(at, where, listed, stats, table.get("partitions_omitted"))
 
 
@@ -757,7 +768,7 @@ def _read_sizes(at: Where, data: dict) -> None:
     for name, table in data["tables"].items():
         places = [(("stats",), table.get("stats") or {})]
         places += [(("partition_values", i), p) for i, p in enumerate(table.get("partition_values") or [])]
-        places += [(("partitions_omitted",), table["partitions_omitted"])] if "partitions_omitted" in table else []
+        places += [((key,), table[key]) for key in ("partitions_omitted", "catalog_stats") if key in table]
         for where, holder in places:
             if "size_bytes" in holder:
                 try:

@@ -135,3 +135,6 @@ def write_stats_only_table(spark, name: str, spec: dict, root: Path) -> None:
     actions = log_actions(spec, str(uuid.uuid5(uuid.NAMESPACE_URL, name)))
     commit.write_text("\n".join(json.dumps(action) for action in actions) + "\n")
     spark.catalog.createTable(name, path=str(location), source=DELTA)
+    if spec.get("catalog_stats"):  # what a CTAS into a metastore leaves on the entry: every scan's size
+        from harness.spark.stats_only import inject
+        inject(spark, name, {**spec, "stats": spec["catalog_stats"]})

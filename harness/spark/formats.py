@@ -85,9 +85,15 @@ def _delta_identifier(spark, name: str) -> str:
 
 
 def _delta_stats_only(spark, table: str, spec: dict) -> None:
-    """The log lives beside the worker's warehouse, in its scratch folder."""
-    warehouse = spark.conf.get("spark.sql.warehouse.dir")
-    root = Path(urlparse(warehouse).path if warehouse.startswith("file:") else warehouse).parent / "delta"
+    """The log lives beside the current database's folder: the worker's warehouse, in its
+    scratch folder (or the scratch database of capture's self-check)."""
+    jsession = getattr(spark, "_jsparkSession", None)  # none through Spark Connect: the warehouse
+    if jsession is None:
+        location = spark.conf.get("spark.sql.warehouse.dir")
+    else:
+        catalog = jsession.sessionState().catalog()
+        location = str(catalog.getDatabaseMetadata(catalog.getCurrentDatabase()).locationUri())
+    root = Path(urlparse(location).path if location.startswith("file:") else location).parent / "delta"
     delta.write_stats_only_table(spark, table, spec, root)
 
 

@@ -1,0 +1,178 @@
+"""Capture's self-check: the file it is about to write, planned in the capturing session,
+must plan what the real query planned — every join node (strategy, build side, tables,
+shuffles, dynamic pruning of each scan) and the size and row estimates of both sides of
+every join. A difference is a warning naming the join, the side, its tables and the two
+figures, written at the top of the file and on stderr: a replay never passes silently
+with an estimate production did not have.
+
+The statistics-only tables are made as a replay makes them (harness.spark.formats), in a
+clone of the capturing session (same configs; its own current database and temporary
+views) and a database of its own in a local scratch folder, dropped afterwards: the
+capturing session's catalog, current database and views are left as they were."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+
+from harness.capturing.catalog import RELATION_KINDS, relation_key
+from harness.core.text import one_line, quoted_identifier
+from harness.observe import jvm_plans
+from harness.scenario.tables import is_iceberg, is_stats_only
+from harness.spark import iceberg
+from harness.spark.formats import format_of
+from harness.spark.query import checksum_frame
+
+SCAN_RELATIONS = RELATION_KINDS + ("DataSourceV2ScanRelation",)
+
+
+def plan_shape(frame, names: dict) -> dict:
+    """What a replay must reproduce of a query's plan: its join nodes and the estimates
+    of both sides of every join of its optimized plan (pre-order), each side with the
+    scenario names of the tables below it. `names`: a table's name in the catalog (lower
+    case) → its scenario name."""
+    plan = jvm_plans.current_plan(checksum_frame(frame))
+    joins = [(j.strategy, j.build_side, j.tables, j.shuffles,
+              {side: [scan["pruning"] for scan in scans] for side, scans in (j.scans or {}).items()})
+             for j in jvm_plans.join_nodes(plan, names)]
+    return {"joins": joins, "estimates": _estimates(frame, names)}
+
+
+def _estimates(frame, names: dict) -> list[dict]:
+    out = []
+    stack = [frame._jdf.queryExecution().optimizedPlan()]
+    while stack:
+        node = stack.pop()
+        children = [node.children().apply(i) for i in range(node.children().size())]
+        if node.getClass().getSimpleName() == "Join":
+            out.append({side: {"bytes": int(str(child.stats().sizeInBytes())),
+                               "rows": jvm_plans._row_count(child.stats()),
+                               "tables": sorted(_tables(child, names))}
+                        for side, child in zip(("left", "right"), children)})
+        stack.extend(reversed(children))
+    return out
+
+
+def _tables(node, names: dict) -> set:
+    found, stack = set(), [node]
+    while stack:
+        node = stack.pop()
+        kind = node.getClass().getSimpleName()
+        if kind in SCAN_RELATIONS:
+            relation = node.relation() if kind == "DataSourceV2ScanRelation" else node
+            try:
+                found.add(names.get(relation_key(relation)[1].lower()) or relation_key(relation)[1])
+            except Exception:  # a relation that is no catalog table
+                pass
+            continue
+        stack.extend(node.children().apply(i) for i in range(node.children().size()))
+    return found
+
+
+def differences(real: dict, replayed: dict) -> list[str]:
+    """Each way the replay's plan differs from the real query's, one line each."""
+    out = []
+    if len(real["joins"]) != len(replayed["joins"]):
+        out.append(f"the real query plans {len(real['joins'])} join(s), the replay {len(replayed['joins'])}: "
+                   f"{_nodes(real['joins'])} against {_nodes(replayed['joins'])}")
+    else:
+        for i, (want, got) in enumerate(zip(real["joins"], replayed["joins"]), 1):
+            if want != got:
+                out.append(f"join {i} ({', '.join(want[2] or [])}): real {_node(want)}, replay {_node(got)}")
+    for i, (want, got) in enumerate(zip(real["estimates"], replayed["estimates"]), 1):
+        for side in ("left", "right"):
+            a, b = want[side], got[side]
+            if (a["bytes"], a["rows"]) != (b["bytes"], b["rows"]):
+                tables = ", ".join(a["tables"] or b["tables"]) or "no table"
+                out.append(f"join {i} {side} side ({tables}): real {_size(a)}, replay {_size(b)}")
+    return out
+
+
+def _node(node) -> str:
+    strategy, build, tables, shuffles, pruning = node
+    return (f"{strategy} (build {build}; shuffles {shuffles or {}}; "
+            f"pruning {pruning or {}}; tables {', '.join(tables or [])})")
+
+
+def _nodes(joins) -> str:
+    return "[" + "; ".join(f"{j[0]} build {j[1]}" for j in joins) + "]"
+
+
+def _size(side: dict) -> str:
+    return f"{side['bytes']:,} B" + (f" / {side['rows']:,} rows" if side["rows"] is not None else "")
+
+
+def replay_shape(spark, data: dict) -> dict:
+    """The plan shape of the scenario `data` (as loaded: sizes in bytes), its tables made
+    in a clone of `spark` and dropped afterwards."""
+    clone = _clone(spark)
+    scratch = Path(tempfile.mkdtemp(prefix="join-harness-capture-check-"))
+    database = f"harness_capture_check_{uuid.uuid4().hex[:12]}"
+    made: list[str] = []
+    try:
+        clone.sql(f"CREATE DATABASE {database} LOCATION '{(scratch / database).as_uri()}'")
+        clone.catalog.setCurrentDatabase(database)
+        if any(is_iceberg(t) for t in data["tables"].values()):
+            _iceberg_catalog(clone, scratch)
+        names = {}
+        for name, spec in data["tables"].items():
+            if is_stats_only(spec):
+                fmt = format_of(spec)
+                identifier = fmt.identifier(clone, f"check_{name}".lower())
+                fmt.write_stats_only(clone, identifier, spec)
+                made.append(identifier)
+                names[identifier.rsplit(".", 1)[-1].lower()] = name
+                clone.table(identifier).createOrReplaceTempView(name)
+            else:  # a view of the real query: its SQL over the tables above it
+                clone.sql(spec["sql"]).createOrReplaceTempView(name)
+        return plan_shape(clone.sql(data["join"]["sql"]), names)
+    finally:
+        for identifier in made:
+            _quietly(lambda: clone.sql(f"DROP TABLE IF EXISTS {identifier}"))
+        _quietly(lambda: clone.sql(f"DROP DATABASE IF EXISTS {quoted_identifier(database)} CASCADE"))
+        _restore_active(spark)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _clone(spark):
+    """The capturing session's clone: its configs, its own current database and views."""
+    from pyspark.sql import SparkSession
+    return SparkSession(spark.sparkContext, spark._jsparkSession.cloneSession())
+
+
+def _restore_active(spark) -> None:
+    """PySpark makes a session it wraps the active one: the capturing session is again."""
+    from pyspark.sql import SparkSession
+    _quietly(lambda: spark._jvm.SparkSession.setActiveSession(spark._jsparkSession))
+    if hasattr(SparkSession, "_activeSession"):
+        SparkSession._activeSession = spark
+
+
+def _iceberg_catalog(clone, scratch: Path) -> None:
+    """The harness's Iceberg catalog on the clone (a runtime setting of that session
+    alone) where the capturing session has none."""
+    key = f"spark.sql.catalog.{iceberg.CATALOG}"
+    if clone.conf.get(key, None):
+        return
+    clone.conf.set(key, iceberg.CATALOG_CLASS)
+    clone.conf.set(f"{key}.type", "hadoop")
+    clone.conf.set(f"{key}.warehouse", str(scratch / "iceberg"))
+
+
+def _quietly(action) -> None:
+    try:
+        action()
+    except Exception:
+        pass
+
+
+def self_check(spark, data: dict, real: dict) -> list[str]:
+    """Warnings, one line each: the replay of `data` against the real query's `real`
+    plan shape; a check that could not run says why."""
+    try:
+        replayed = replay_shape(spark, data)
+    except Exception as exc:
+        return [f"the self-check could not plan the written file ({one_line(str(exc))[:200]}): its replay is "
+                "unchecked"]
+    return differences(real, replayed)
