@@ -663,9 +663,18 @@ def _iceberg_partitions(spark, relation, table, spec: list, schema: dict, where:
     the current spec); None (with a note) when there are too many or a value cannot be
     written."""
     partitions = spark.table(relation_reference(relation) + ".`partitions`")
+    # Every spec's partitions: the table's `partition` struct unites the fields of all its
+    # specs, a field a spec lacks being null there, so rows written under an earlier spec
+    # are replayed as partitions of the current one with no value for its newer fields
+    # (a scan that filters on the older fields keeps them as over the real table).
     if "spec_id" in partitions.columns:
-        partitions = partitions.where(f"spec_id = {int(table.spec().specId())}")
-    rows = partitions.select("partition", "record_count").limit(MAX_PARTITIONS + 1).collect()
+        current = int(table.spec().specId())
+        earlier = partitions.where(f"spec_id <> {current}").agg({"record_count": "sum"}).collect()[0][0]
+        if earlier:
+            notes.append(f"{where}: {int(earlier):,} of its rows were written under an earlier partition spec: "
+                         "replayed as partitions of the current spec with no value for its newer fields")
+    rows = partitions.groupBy("partition").agg({"record_count": "sum"}) \
+        .withColumnRenamed("sum(record_count)", "record_count").limit(MAX_PARTITIONS + 1).collect()
     if not rows:
         notes.append(f"{where} has no rows: its partitions are replayed only if its spec is all buckets")
         return None

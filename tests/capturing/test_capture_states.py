@@ -1,0 +1,169 @@
+"""Capture of tables in the states production tables are often in — catalog statistics
+older than the files (files written outside Spark after ANALYZE), a partition whose
+folder was deleted outside Spark, an empty partition, an ORC table — replayed on the
+same Spark: the replay's joins, build sides, shuffles, pruning and the size and row
+estimates of both sides of every join equal the direct plan's exactly, with the
+broadcast threshold set at the real top join's smaller side (a replayed estimate one
+byte larger would plan another strategy). And the self-check: a file whose sizes are
+not Spark's is written with a warning at its top, never silently."""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import urllib.parse
+
+import pytest
+import yaml
+
+from harness.capturing import fidelity
+from harness.capturing.to_scenario import CaptureError, capture
+from harness.check import runner
+from harness.observe import jvm_plans
+from harness.scenario.model import expand, load_scenario
+from harness.spark.query import checksum_frame
+
+DB = "states"
+FACTS = ("ev_stale", "ev_gone", "ev_empty", "ev_orc")
+DIMS = ("cu", "days")
+QUERIES = {
+    "one_day": "SELECT f.amount, c.region FROM states.{f} f JOIN states.cu c ON f.customer = c.customer "
+               "WHERE f.day = 2",
+    "all_days": "SELECT f.amount, c.region FROM states.{f} f JOIN states.cu c ON f.customer = c.customer",
+    "dpp": "SELECT f.amount, d.name FROM states.{f} f JOIN states.days d ON f.day = d.day WHERE d.name = 'd1'",
+    "two_facts": "SELECT f.amount, g.amount FROM states.{f} f JOIN states.ev_stale g ON f.customer = g.customer "
+                 "WHERE f.day >= 1 AND g.day = 0",
+}
+
+
+def _folder(spark, table: str) -> str:
+    location = spark.sql(f"DESCRIBE FORMATTED {DB}.{table}").where("col_name = 'Location'").collect()[0][1]
+    return urllib.parse.unquote(urllib.parse.urlparse(location).path)
+
+
+def _write_fact(spark, table: str, fmt: str) -> None:
+    spark.range(60000).selectExpr("id % 3000 AS customer", "CAST(id AS DOUBLE) AS amount",
+                                  "CAST(CASE WHEN id < 30000 THEN 0 ELSE id % 4 END AS INT) AS day") \
+        .write.format(fmt).partitionBy("day").saveAsTable(f"{DB}.{table}")
+    spark.sql(f"ANALYZE TABLE {DB}.{table} COMPUTE STATISTICS FOR ALL COLUMNS")
+
+
+@pytest.fixture(scope="module")
+def states():
+    """The warehouse, each fact in its state (changed outside Spark after ANALYZE)."""
+    from harness.spark.session import get_session
+    spark = get_session().spark
+    catalog = spark._jsparkSession.catalog()
+    if catalog.databaseExists(DB) and catalog.tableExists(DB, "days"):
+        return spark
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}")
+    spark.range(3000).selectExpr("id AS customer", "concat('r', id % 4) AS region").write.saveAsTable(f"{DB}.cu")
+    spark.range(4).selectExpr("CAST(id AS INT) AS day", "concat('d', id) AS name").write.saveAsTable(f"{DB}.days")
+    for table in DIMS:
+        spark.sql(f"ANALYZE TABLE {DB}.{table} COMPUTE STATISTICS FOR ALL COLUMNS")
+    for table in FACTS:
+        _write_fact(spark, table, "orc" if table == "ev_orc" else "parquet")
+    for table in ("ev_stale", "ev_orc"):  # a file another writer put in a partition after ANALYZE
+        folder = _folder(spark, table)
+        data = sorted(f for f in glob.glob(f"{folder}/day=1/*") if not os.path.basename(f).startswith((".", "_")))
+        shutil.copy(data[0], f"{folder}/day=1/written-outside-spark-{os.path.basename(data[0])}")
+    shutil.rmtree(f"{_folder(spark, 'ev_gone')}/day=3")  # deleted outside Spark
+    empty = f"{_folder(spark, 'ev_empty')}/day=9"
+    os.makedirs(empty)
+    spark.sql(f"ALTER TABLE {DB}.ev_empty ADD PARTITION (day = 9) LOCATION '{empty}'")
+    for table in FACTS:
+        spark.sql(f"REFRESH TABLE {DB}.{table}")
+    return spark
+
+
+def _direct(spark, query: str):
+    frame = checksum_frame(spark.sql(query))
+    names = {t: t for t in FACTS + DIMS}
+    joins = [(j.strategy, j.build_side, j.tables, j.shuffles, j.scans)
+             for j in jvm_plans.join_nodes(jvm_plans.current_plan(frame), names)]
+    return joins, jvm_plans.join_estimates(frame)
+
+
+@pytest.mark.parametrize("cbo", [False, True], ids=["cbo-off", "cbo-on"])
+@pytest.mark.parametrize("query", list(QUERIES))
+@pytest.mark.parametrize("fact", FACTS)
+def test_a_table_in_a_production_state_replays_spark_s_own_estimates(session, states, tmp_path, fact, query, cbo):
+    spark = states
+    text = QUERIES[query].format(f=fact)
+    conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.cbo.enabled": str(cbo).lower()}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        top = jvm_plans.join_estimates(spark.sql(text), logical=False)[0]
+        # at the real smaller side: one byte more in the replay and it would not broadcast
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(min(s["size_in_bytes"] for s in top.values())))
+        direct, direct_estimates = _direct(spark, text)
+        path = capture(text, tmp_path / f"{fact}_{query}.yaml", spark=spark)
+    finally:
+        for key in (*conf, "spark.sql.autoBroadcastJoinThreshold"):
+            spark.conf.unset(key)
+    written = path.read_text()
+    assert "WARNING" not in written, written[:2000]
+    data = yaml.safe_load(written)
+    table = data["tables"][fact]
+    if fact in ("ev_stale", "ev_orc"):
+        assert table.get("stale_stats") is True and "replayed as they are (stale_stats)" in written
+    if fact == "ev_gone":
+        assert [p["size_bytes"] for p in table["partition_values"] if p["values"] == [3]] == [0]
+        assert "the folder of partition {'day': '3'} is gone" in written
+    if fact == "ev_empty":
+        assert [p["size_bytes"] for p in table["partition_values"] if p["values"] == [9]] == [0]
+    if fact == "ev_orc":
+        assert "is stored as ORC: replayed as a statistics-only parquet table" in written
+    record = runner.run_case(expand(load_scenario(path))[0], session)
+    assert record.status == "passed", record.message
+    replayed = [(j["strategy"], j["build_side"], j["tables"], j["shuffles"], j["scans"])
+                for j in record.observed.initial.joins]
+    assert replayed == direct
+    assert record.observed.estimates == direct_estimates
+
+
+def test_a_file_whose_sizes_are_not_spark_s_says_so_at_its_top(session, states, tmp_path, monkeypatch, capsys):
+    """The stale table written with its files' total (what capture wrote before): the
+    self-check plans the file and names the join side, its table and the two sizes."""
+    from harness.capturing import catalog
+
+    def files_total(stats, partitions, where, notes):
+        stats["size_bytes"] = sum(p["size_bytes"] for p in partitions)
+        return False
+
+    monkeypatch.setattr(catalog, "_stale_stats", files_total)
+    text = QUERIES["all_days"].format(f="ev_stale")
+    path = capture(text, tmp_path / "stale.yaml", spark=states)
+    first = path.read_text().splitlines()[0]
+    assert first.startswith("# WARNING: replayed here, this file plans otherwise than the real query: join 1 ")
+    assert "side (ev_stale): real " in first and ", replay " in first
+    assert "warning: " in capsys.readouterr().err
+
+
+def test_the_differences_the_self_check_names():
+    real = {"joins": [("BroadcastHashJoin", "right", ["a", "b"], {"left": 0, "right": 0}, {"left": ["none"]})],
+            "estimates": [{"left": {"bytes": 373674, "rows": None, "tables": ["a"]},
+                           "right": {"bytes": 100, "rows": 4, "tables": ["b"]}}]}
+    assert fidelity.differences(real, real) == []
+    replay = {"joins": [("SortMergeJoin", "none", ["a", "b"], {"left": 1, "right": 1}, {"left": ["none"]})],
+              "estimates": [{"left": {"bytes": 703532, "rows": None, "tables": ["a"]},
+                             "right": {"bytes": 100, "rows": 4, "tables": ["b"]}}]}
+    found = fidelity.differences(real, replay)
+    assert found[0].startswith("join 1 (a, b): real BroadcastHashJoin (build right;")
+    assert found[1] == "join 1 left side (a): real 373,674 B, replay 703,532 B"
+    assert fidelity.differences(real, {"joins": [], "estimates": []})[0].startswith(
+        "the real query plans 1 join(s), the replay 0")
+
+
+def test_an_id_another_file_of_the_folder_holds_is_refused(session, states, tmp_path):
+    text = QUERIES["one_day"].format(f="ev_gone")
+    first = capture(text, tmp_path / "q.yaml", spark=states)
+    assert yaml.safe_load(first.read_text())["id"] == "q"
+    again = capture(text, tmp_path / "q.yaml", spark=states)  # the same file rewritten: its own id
+    assert again == first
+    broadcast = capture(text, tmp_path / "q_broadcast.yaml", spark=states, source="q.sql")
+    assert yaml.safe_load(broadcast.read_text())["id"] == "q_broadcast"  # the output file's name
+    with pytest.raises(CaptureError, match=r"q\.yaml already holds id 'q'"):
+        capture(text, tmp_path / "other.yaml", spark=states, scenario_id="q")
+    assert not (tmp_path / "other.yaml").exists()
