@@ -54,7 +54,7 @@ bench-grid: env
 
 ## the flake finder's cost per run against a normal run of the same items (PATHS=)
 bench-partitions: env
-	$(PY) bench/bench_partitions.py
+	BENCH_PARTITIONS=$(or $(PARTITIONS),10000) $(PY) bench/bench_partitions.py
 
 bench-flakes: env
 	$(PY) bench/bench_flakes.py $(PATHS)

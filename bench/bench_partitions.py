@@ -1,4 +1,4 @@
-"""A statistics-only table of 10,000 partitions (`make bench-partitions`; not part of the
+"""A statistics-only table of 10,000 partitions (PARTITIONS= another count) (`make bench-partitions`; not part of the
 timed tests).
 
 Prints: validating the scenario file; creating the table (10,000 partitions registered
@@ -26,7 +26,7 @@ from harness.scenario.model import expand, load_scenario  # noqa: E402
 from harness.spark.session import get_session  # noqa: E402
 from harness.spark.stats_only import table_location  # noqa: E402
 
-PARTITIONS = 10_000
+PARTITIONS = int(os.environ.get("BENCH_PARTITIONS", "10000"))  # make bench-partitions PARTITIONS=1000
 PARTITION_BYTES = 5_000_000_000  # 10,000 x 5 GB: a 50 TB table
 
 

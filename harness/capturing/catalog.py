@@ -672,7 +672,9 @@ def _iceberg_partitions(spark, relation, table, spec: list, schema: dict, where:
         earlier = partitions.where(f"spec_id <> {current}").agg({"record_count": "sum"}).collect()[0][0]
         if earlier:
             notes.append(f"{where}: {int(earlier):,} of its rows were written under an earlier partition spec: "
-                         "replayed as partitions of the current spec with no value for its newer fields")
+                         "replayed as partitions of the current spec with no value for its newer fields (a filter "
+                         "on a newer field's column, such as the IS NOT NULL Spark infers for a join on it, skips "
+                         "them in the replay, not in production: the self-check says where that changes a plan)")
     rows = partitions.groupBy("partition").agg({"record_count": "sum"}) \
         .withColumnRenamed("sum(record_count)", "record_count").limit(MAX_PARTITIONS + 1).collect()
     if not rows:
