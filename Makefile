@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 SCENARIO_WORKERS := -n auto
 export PYTEST_XDIST_AUTO_NUM_WORKERS = $(WORKERS)
 
-.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes bench-partitions bench-cost bench-engine matrix merge accept diff flakes cluster-test connect-test test-browser clean
+.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes bench-capture bench-partitions bench-cost bench-engine matrix merge accept diff flakes cluster-test connect-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -55,6 +55,10 @@ bench-grid: env
 ## the flake finder's cost per run against a normal run of the same items (PATHS=)
 bench-partitions: env
 	BENCH_PARTITIONS=$(or $(PARTITIONS),10000) $(PY) bench/bench_partitions.py
+
+## what capturing a query costs, with and without its self-check (and for a 1,000-partition table)
+bench-capture: env
+	$(PY) bench/bench_capture.py
 
 bench-flakes: env
 	$(PY) bench/bench_flakes.py $(PATHS)

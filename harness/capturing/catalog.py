@@ -604,10 +604,12 @@ def _iceberg_table(spark, relation) -> CapturedTable:
     where = f"{database}.{name}"
     spec = _iceberg_spec(table, schema, where, notes)
     if spec:
-        partitions = _iceberg_partitions(spark, relation, table, spec, schema, where, notes)
+        partitions, earlier = _iceberg_partitions(spark, relation, table, spec, schema, where, notes)
         if partitions is not None or all(f.transform.name == "bucket" for f in spec) and \
                 bucket_combinations({"partition_by": [f.text for f in spec]}) <= MAX_PARTITIONS:
             layout["partition_by"] = [f.text for f in spec]
+            if earlier:
+                layout["earlier_specs"] = earlier
             if partitions is not None:
                 layout["partition_values"] = partitions
                 stats["rows"] = sum(p["rows"] for p in partitions)
@@ -635,8 +637,14 @@ class SpecField:
 def _iceberg_spec(table, schema: dict, where: str, notes: list) -> list:
     """The current partition spec as Transforms, or [] (with a note) when a field is one
     a scenario cannot declare."""
+    return _spec_fields(table, table.spec(), schema, where, notes) or []
+
+
+def _spec_fields(table, part_spec, schema: dict, where: str, notes: list) -> list | None:
+    """A partition spec's fields, or None (with a note) when one is a field a scenario
+    cannot declare."""
     fields = []
-    for part in table.spec().fields():
+    for part in part_spec.fields():
         column = str(table.schema().findColumnName(part.sourceId()))
         transform = str(part.transform().toString())
         base, _, rest = transform.partition("[")
@@ -651,44 +659,51 @@ def _iceberg_spec(table, schema: dict, where: str, notes: list) -> list:
         else:
             notes.append(f"{where} is partitioned by {transform}({column}), which a scenario cannot declare: its "
                          "partition layout is not replayed, so a storage-partitioned join over it may plan otherwise")
-            return []
+            return None
         if column not in schema:
             notes.append(f"{where} is partitioned on the nested field {column}: its partition layout is not replayed")
-            return []
+            return None
     return fields
 
 
-def _iceberg_partitions(spark, relation, table, spec: list, schema: dict, where: str, notes: list) -> list | None:
-    """Each partition's values and rows, from the table's `partitions` metadata table (of
-    the current spec); None (with a note) when there are too many or a value cannot be
-    written."""
+def _iceberg_partitions(spark, relation, table, spec: list, schema: dict, where: str,
+                        notes: list) -> tuple[list | None, list]:
+    """Each partition's values and rows, from the table's `partitions` metadata table, of
+    every spec rows were written under: a partition of an earlier spec carries `spec`, its
+    index among the earlier specs (returned second, oldest first, as the scenario writes
+    them). None (with a note) when there are too many or a value or an earlier spec
+    cannot be written."""
     partitions = spark.table(relation_reference(relation) + ".`partitions`")
-    # Every spec's partitions: the table's `partition` struct unites the fields of all its
-    # specs, a field a spec lacks being null there, so rows written under an earlier spec
-    # are replayed as partitions of the current one with no value for its newer fields
-    # (a scan that filters on the older fields keeps them as over the real table).
-    if "spec_id" in partitions.columns:
-        current = int(table.spec().specId())
-        earlier = partitions.where(f"spec_id <> {current}").agg({"record_count": "sum"}).collect()[0][0]
-        if earlier:
-            notes.append(f"{where}: {int(earlier):,} of its rows were written under an earlier partition spec: "
-                         "replayed as partitions of the current spec with no value for its newer fields (a filter "
-                         "on a newer field's column, such as the IS NOT NULL Spark infers for a join on it, skips "
-                         "them in the replay, not in production: the self-check says where that changes a plan)")
-    rows = partitions.groupBy("partition").agg({"record_count": "sum"}) \
-        .withColumnRenamed("sum(record_count)", "record_count").limit(MAX_PARTITIONS + 1).collect()
+    current = int(table.spec().specId())
+    if "spec_id" not in partitions.columns:  # before Iceberg 1.2: the current spec's only
+        rows = [(current, row) for row in partitions.select("partition", "record_count")
+                .limit(MAX_PARTITIONS + 1).collect()]
+    else:
+        rows = [(int(row["spec_id"]), row) for row in partitions.groupBy("spec_id", "partition")
+                .agg({"record_count": "sum"}).withColumnRenamed("sum(record_count)", "record_count")
+                .limit(MAX_PARTITIONS + 1).collect()]
     if not rows:
         notes.append(f"{where} has no rows: its partitions are replayed only if its spec is all buckets")
-        return None
+        return None, []
     if len(rows) > MAX_PARTITIONS:
         kept = "every bucket, rows spread evenly" if all(f.transform.name == "bucket" for f in spec) else \
             "unpartitioned"
         notes.append(f"{where} has more than {MAX_PARTITIONS:,} partitions: replayed as {kept}")
-        return None
+        return None, []
+    earlier_ids = sorted({spec_id for spec_id, _ in rows if spec_id != current})
+    if len(earlier_ids) > MAX_EARLIER_SPECS:
+        notes.append(f"{where} holds rows written under {len(earlier_ids)} earlier partition specs, more than the "
+                     f"{MAX_EARLIER_SPECS} a scenario holds: its partition layout is not replayed")
+        return None, []
+    fields_of = {current: spec}
+    for spec_id in earlier_ids:
+        fields_of[spec_id] = _spec_fields(table, table.specs().get(spec_id), schema, where, notes)
+        if fields_of[spec_id] is None:
+            return None, []
     out = []
-    for row in rows:
+    for spec_id, row in rows:
         values = []
-        for spec_field in spec:
+        for spec_field in fields_of[spec_id]:
             value = row["partition"][spec_field.name]
             value = value.isoformat() if isinstance(value, dt.date) else value
             transform = spec_field.transform
@@ -696,10 +711,23 @@ def _iceberg_partitions(spark, relation, table, spec: list, schema: dict, where:
             if problem:
                 notes.append(f"{where}: a partition value of {spec_field.text} cannot be replayed ({problem}): "
                              "its partition layout is not replayed")
-                return None
+                return None, []
             values.append(value)
-        out.append({"values": values, "rows": int(row["record_count"])})
-    return sorted(out, key=lambda p: [(v is None, str(v)) for v in p["values"]])
+        entry = {"values": values, "rows": int(row["record_count"])}
+        if spec_id != current:
+            entry["spec"] = earlier_ids.index(spec_id)
+        out.append(entry)
+    if earlier_ids:
+        notes.append(f"{where}: rows were written under {len(earlier_ids)} earlier partition spec(s): replayed as "
+                     "the table's history made them (earlier_specs: each spec's partitions appended under it, then "
+                     "the spec evolved)")
+    earlier = [[f.text for f in fields_of[spec_id]] for spec_id in earlier_ids]
+    return sorted(out, key=lambda p: (p.get("spec", len(earlier)), [(v is None, str(v)) for v in p["values"]])), \
+        earlier
+
+
+# the earlier partition specs a statistics-only Iceberg table declares at most (schema)
+MAX_EARLIER_SPECS = 8
 
 
 def _iceberg_sort_order(table, where: str, notes: list) -> list[str]:

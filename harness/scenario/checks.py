@@ -595,6 +595,13 @@ def _check_partition_values_owner(at: Where, where: tuple, table: dict) -> None:
     if "partition_values" in table and not table.get("partition_by"):
         raise at.error(where + ("partition_values",), "an unpartitioned table has no partition values: add "
                        "`partition_by`")
+    if "earlier_specs" in table and not (is_iceberg(table) and is_stats_only(table) and table.get("partition_values")):
+        raise at.error(where + ("earlier_specs",), "`earlier_specs` is a statistics-only Iceberg table's whose "
+                       "`partition_values` name the spec each partition was written under")
+    if not table.get("earlier_specs") and any("spec" in p for p in table.get("partition_values") or []):
+        index = next(i for i, p in enumerate(table["partition_values"]) if "spec" in p)
+        raise at.error(where + ("partition_values", index, "spec"), "`spec` names one of `earlier_specs`, which "
+                       "this table does not list")
     if "stale_stats" in table and (is_iceberg(table) or is_delta(table) or not table.get("partition_values")):
         raise at.error(where + ("stale_stats",), "`stale_stats` is a statistics-only partitioned parquet table's "
                        "(a Delta table's catalog statistics are `catalog_stats`)")
@@ -726,24 +733,50 @@ def _check_iceberg_stats(at: Where, where: tuple, table: dict) -> None:
     if not spec:
         raise at.error(where + ("partition_values",), "an unpartitioned table has no partition values: add "
                        "`partition_by`")
+    earlier = _earlier_specs(at, where, table)
     seen = set()
     for i, partition in enumerate(listed):
         if "rows" not in partition:
             raise at.error(where + ("partition_values", i), "a partition of an Iceberg table needs `rows` (Spark "
                            "sizes an Iceberg scan by its files' record counts)")
         values = partition["values"]
-        if len(values) != len(spec):
+        if "spec" in partition and partition["spec"] >= len(earlier):
+            raise at.error(where + ("partition_values", i, "spec"), f"spec {partition['spec']} is not one of "
+                           f"`earlier_specs` ({len(earlier)} listed)")
+        fields, named = (earlier[partition["spec"]], f"earlier_specs[{partition['spec']}]") if "spec" in partition \
+            else (spec, "partition_by")
+        if len(values) != len(fields):
             raise at.error(where + ("partition_values", i, "values"), f"{len(values)} value(s) for the "
-                           f"{len(spec)} field(s) of partition_by")
-        for j, (transform, value) in enumerate(zip(spec, values)):
+                           f"{len(fields)} field(s) of {named}")
+        for j, (transform, value) in enumerate(zip(fields, values)):
             problem = partition_value_problem(transform, column_type(table, transform.column), value)
             if problem:
                 raise at.error(where + ("partition_values", i, "values", j), problem)
-        key = tuple(map(partition_text, values))
+        key = (partition.get("spec"), *map(partition_text, values))
         if key in seen:
             raise at.error(where + ("partition_values", i, "values"), "the same partition twice")
         seen.add(key)
     _check_partition_totals(at, where, listed, stats)
+
+
+def _earlier_specs(at: Where, where: tuple, table: dict) -> list:
+    """An evolved Iceberg table's earlier partition specs, each a list of Transforms over
+    the table's columns."""
+    out = []
+    columns = list(table.get("schema") or {})
+    for i, texts in enumerate(table.get("earlier_specs") or []):
+        fields = []
+        for j, text in enumerate(texts):
+            try:
+                transform = parse_transform(text)
+            except ValueError as exc:
+                raise at.error(where + ("earlier_specs", i, j), str(exc)) from None
+            if transform.column not in columns:
+                raise at.error(where + ("earlier_specs", i, j), f"'{transform.column}' is not a column of the "
+                               f"table{did_you_mean(transform.column, columns)}")
+            fields.append(transform)
+        out.append(fields)
+    return out
 
 
 def _check_pruned_tables(at: Where, data: dict) -> None:

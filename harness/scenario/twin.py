@@ -63,7 +63,7 @@ def iceberg_twin(table: dict, twin: dict) -> dict:
 def _partition_columns(table: dict) -> dict:
     """column → a `values` generator made from the listed partitions."""
     out = {}
-    listed = table.get("partition_values") or []
+    listed = [p for p in table.get("partition_values") or [] if "spec" not in p]  # the current spec's
     schema = {name: _type_of(value) for name, value in table["schema"].items()}
     for i, transform in enumerate(partition_spec(table)):
         if transform.name not in ("identity", "truncate", "days", "months", "years") or not listed:

@@ -16,6 +16,7 @@ from pathlib import Path
 from harness.core.text import quoted_identifier
 from harness.scenario.tables import (
     default_partitions,
+    parse_transform,
     partition_spec,
     partition_text,
     sort_order,
@@ -159,32 +160,68 @@ def write_stats_only_table(spark, name: str, schema, spec: dict) -> None:
     order and properties, and one data file per partition committed to its metadata with
     that partition's values and row count, and no bytes on disk. Spark then plans over it
     what it plans over the production table: the same partitions for a storage-partitioned
-    join, the same row counts for its size estimates."""
-    _create(spark, name, schema, spec, _properties(spec))
+    join, the same row counts for its size estimates. A table whose spec evolved
+    (`earlier_specs`) is made as its history made it: created with the oldest spec, each
+    spec's partitions appended under it, then the spec evolved to the next."""
+    specs = [*(spec.get("earlier_specs") or []), spec.get("partition_by") or []]
+    _create(spark, name, schema, {**spec, "partition_by": specs[0]}, _properties(spec))
     try:
         order = sort_order(spec)
         if order:
             _set_sort_order(spark, name, order)
-        _append_phantom_files(spark, name, spec)
+        partitions = spec.get("partition_values") or default_partitions(spec) or []
+        for index, fields in enumerate(specs):
+            if index:
+                _evolve_spec(spark, name, specs[index - 1], fields)
+            current = index == len(specs) - 1
+            _append_phantom_files(spark, name, spec, [p for p in partitions if p.get("spec") == (None if current else index)],
+                                  f"spec{index}-" if len(specs) > 1 else "")
     except Exception:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
         raise
 
 
-def _append_phantom_files(spark, name: str, spec: dict) -> None:
+def _evolve_spec(spark, name: str, before: list[str], after: list[str]) -> None:
+    """The table's partition spec from `before` to `after`, through Iceberg's API (its SQL
+    for it needs the session extensions, which the harness does not load)."""
+    jvm = spark.sparkContext._jvm
+    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
+    old, new = [parse_transform(t) for t in before], [parse_transform(t) for t in after]
+    update = table.updateSpec()
+    for transform in old:
+        if transform not in new:
+            update = update.removeField(_term(jvm, transform))
+    for transform in new:
+        if transform not in old:
+            update = update.addField(_term(jvm, transform))
+    update.commit()
+
+
+def _term(jvm, transform):
+    """An Iceberg partition term for a Transform."""
+    expressions = jvm.org.apache.iceberg.expressions.Expressions
+    if transform.name == "identity":
+        return expressions.ref(transform.column)
+    if transform.name in ("bucket", "truncate"):
+        return getattr(expressions, transform.name)(transform.column, transform.width)
+    return getattr(expressions, transform.name[:-1])(transform.column)  # years → year, ...
+
+
+def _append_phantom_files(spark, name: str, spec: dict, partitions: list, prefix: str = "") -> None:
+    if not partitions:
+        return
     jvm = spark.sparkContext._jvm
     api = jvm.org.apache.iceberg
     table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
     partition_spec_ = table.spec()
     partition_type = partition_spec_.partitionType()
     fields = partition_type.fields()
-    partitions = spec.get("partition_values") or default_partitions(spec)
     total_rows = max(1, spec["stats"]["rows"])
     total_bytes = spec["stats"].get("size_bytes", 0)
     append = table.newAppend()
     for i, partition in enumerate(partitions):
         builder = (api.DataFiles.builder(partition_spec_)
-                   .withPath(f"{table.location()}/data/statistics-only-{i:05d}.parquet")
+                   .withPath(f"{table.location()}/data/statistics-only-{prefix}{i:05d}.parquet")
                    .withFormat("PARQUET").withRecordCount(partition["rows"])
                    .withFileSizeInBytes(max(1, min(PHANTOM_FILE_BYTES_LIMIT,
                                                    total_bytes * partition["rows"] // total_rows))))

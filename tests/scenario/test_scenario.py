@@ -366,3 +366,61 @@ def test_an_override_replaces_the_fields_it_names_of_that_step_only(write_scenar
     assert resolve(case, "4.3.0")["batches"] == [{"new_row_count": 0, "watermark": "2023-12-31 23:50:00"}]
     assert resolve(case, "3.4.4")["batches"] == [{"new_row_count": 2, "watermark": "2023-12-31 23:50:00"}]
     assert case.join["then"].startswith("SELECT count(*)")
+
+
+def test_stale_statistics_may_disagree_with_the_partitions_they_predate(write_scenario):
+    stale = PARTITIONED.replace("size_bytes: 40 GiB", "size_bytes: 41 GiB").replace(
+        "    partition_values:\n", "    stale_stats: true\n    partition_values:\n", 1)
+    assert load_scenario(write_scenario(stale)).data["tables"]["b"]["stale_stats"] is True
+    assert "stale_stats: `stale_stats` says the table's statistics disagree" in error_of(
+        write_scenario, stale.replace("stats: {size_bytes: 50 GiB, rows: 500}", "stats: {}"))
+
+
+ICEBERG_EVOLVED = """\
+id: evolved
+description: an Iceberg fact whose spec gained a bucket field
+tables:
+  a:
+    schema: {k: long}
+    stats: {size_bytes: 100}
+  f:
+    format: iceberg
+    schema: {k: long, day: int}
+    stats: {rows: 30, size_bytes: 3000}
+    partition_by: [day, "bucket(4, k)"]
+    earlier_specs: [[day]]
+    partition_values:
+      - {values: [0], rows: 10, spec: 0}
+      - {values: [1, 0], rows: 10}
+      - {values: [1, 3], rows: 10}
+join: {left: f, right: a, on: [k]}
+expect: {}
+"""
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (("{values: [0], rows: 10, spec: 0}", "{values: [0], rows: 10, spec: 1}"),
+     "tables.f.partition_values[0].spec: spec 1 is not one of `earlier_specs` (1 listed)"),
+    (("{values: [0], rows: 10, spec: 0}", "{values: [0, 1], rows: 10, spec: 0}"),
+     "tables.f.partition_values[0].values: 2 value(s) for the 1 field(s) of earlier_specs[0]"),
+    (("earlier_specs: [[day]]", "earlier_specs: [[dya]]"),
+     "tables.f.earlier_specs[0][0]: 'dya' is not a column of the table (did you mean 'day'?)"),
+    (("earlier_specs: [[day]]", "earlier_specs: [[\"years(day\"]]"), "tables.f.earlier_specs[0][0]: "),
+    (("    earlier_specs: [[day]]\n", ""), "tables.f.partition_values[0].spec: `spec` names one of `earlier_specs`"),
+    (("    format: iceberg\n", "    format: delta\n"), "tables.f.earlier_specs: `earlier_specs` is a statistics-only "
+                                                       "Iceberg table's"),
+])
+def test_an_evolved_iceberg_spec_is_checked_at_collection(write_scenario, edit, expected):
+    assert load_scenario(write_scenario(ICEBERG_EVOLVED)).data["tables"]["f"]["earlier_specs"] == [["day"]]
+    text = ICEBERG_EVOLVED.replace(*edit)
+    assert text != ICEBERG_EVOLVED
+    message = error_of(write_scenario, text)
+    assert expected in message, message
+    assert "\n" not in message and "Traceback" not in message
+
+
+def test_catalog_statistics_belong_to_a_statistics_only_delta_table(write_scenario):
+    text = ICEBERG_EVOLVED.replace("    stats: {size_bytes: 100}\n",
+                                   "    stats: {size_bytes: 100}\n    catalog_stats: {size_bytes: 1 MiB}\n", 1)
+    assert "tables.a.catalog_stats: `catalog_stats` is a statistics-only Delta table's" in error_of(
+        write_scenario, text)
