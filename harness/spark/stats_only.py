@@ -60,9 +60,13 @@ def add_partitions(spark, table_name: str, spec: dict) -> None:
     table of 10,000 partitions costs one folder's entries (264 KiB, not 40 MB)."""
     store = Path(table_location(spark, table_name)) / PARTITION_STORE
     store.mkdir(exist_ok=True)
+    # A Hive metastore takes only a folder as a partition's location (capture's self-check
+    # runs in the capturing session, often on one): there each partition is a folder of
+    # its sparse file.
+    in_folders = _catalog_kind(spark) == "hive"
     clauses = []
     for index, partition in enumerate(spec["partition_values"]):
-        location = write_sparse_location(store / f"p{index:05d}", partition["size_bytes"])
+        location = write_sparse_location(store / f"p{index:05d}", partition["size_bytes"], in_folders)
         values = ", ".join(f"{quoted_identifier(column)} = {string_literal(text)}"
                            for column, text in catalog_spec(spec["partition_by"], partition["values"]).items())
         clauses.append(f"PARTITION ({values}) LOCATION {string_literal(location.resolve().as_uri())}")
@@ -77,10 +81,17 @@ def catalog_spec(columns: list[str], values: list) -> dict[str, str]:
     return {column: DEFAULT_PARTITION_NAME if text in (None, "") else text for column, text in zip(columns, texts)}
 
 
-def write_sparse_location(path: Path, size: int) -> Path:
-    """A file of `size` bytes holding no blocks on disk, or (over SPARSE_FILE_BYTES) a
-    folder of such files adding up to it."""
-    if size <= SPARSE_FILE_BYTES:
+def _catalog_kind(spark) -> str:
+    try:
+        return str(spark.conf.get("spark.sql.catalogImplementation", "in-memory"))
+    except Exception:
+        return "in-memory"
+
+
+def write_sparse_location(path: Path, size: int, in_folder: bool = False) -> Path:
+    """A file of `size` bytes holding no blocks on disk, or (over SPARSE_FILE_BYTES, or
+    `in_folder`) a folder of such files adding up to it."""
+    if size <= SPARSE_FILE_BYTES and not in_folder:
         _sparse_file(path, size)
         return path
     path.mkdir(exist_ok=True)

@@ -167,3 +167,33 @@ def test_an_id_another_file_of_the_folder_holds_is_refused(session, states, tmp_
     with pytest.raises(CaptureError, match=r"q\.yaml already holds id 'q'"):
         capture(text, tmp_path / "other.yaml", spark=states, scenario_id="q")
     assert not (tmp_path / "other.yaml").exists()
+
+
+HIVE_SCRIPT = """
+import os, sys
+os.chdir(sys.argv[1])  # the Hive metastore's Derby files
+from pyspark.sql import SparkSession
+from harness.capturing.to_scenario import capture
+spark = (SparkSession.builder.master("local[1]").config("spark.sql.catalogImplementation", "hive")
+         .config("spark.sql.warehouse.dir", os.path.join(sys.argv[1], "wh")).getOrCreate())
+spark.sql("CREATE DATABASE shop")
+spark.range(20000).selectExpr("id % 500 AS customer", "CAST(id % 4 AS INT) AS day").write.partitionBy("day") \\
+    .saveAsTable("shop.orders")
+spark.range(500).selectExpr("id AS customer", "concat('c', id) AS name").write.saveAsTable("shop.customers")
+path = capture("SELECT * FROM shop.orders o JOIN shop.customers c ON o.customer = c.customer WHERE o.day = 1",
+               os.path.join(sys.argv[1], "q.yaml"), spark=spark)
+print("DATABASES", sorted(r[0] for r in spark.sql("SHOW DATABASES").collect()))
+"""
+
+
+def test_the_self_check_plans_in_a_hive_metastore_and_leaves_it_as_it_was(tmp_path):
+    """A Hive metastore takes only folders as partition locations: the self-check's
+    statistics-only partitions are folders there, and its scratch database is dropped."""
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", HIVE_SCRIPT, str(tmp_path)], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "DATABASES ['default', 'shop']" in done.stdout
+    written = (tmp_path / "q.yaml").read_text()
+    assert written.startswith("# Captured from query") and "WARNING" not in written, written[:1000]
