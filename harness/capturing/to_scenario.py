@@ -148,7 +148,7 @@ def _capture_sql(spark, query: str, out, scenario_id, analyze, source, additions
     except CaptureError:
         raise
     except Exception as exc:
-        raise CaptureError(f"{where}: {describe(exc)}") from None
+        raise CaptureError(f"{where}: {_unreadable_table(spark, query, describe(exc)) or ''}{describe(exc)}") from None
     tables = read_relations(spark, frame._jdf.queryExecution().analyzed(), where)
     notes = []
     if analyze:
@@ -168,6 +168,23 @@ def _capture_sql(spark, query: str, out, scenario_id, analyze, source, additions
     scenario_id = scenario_id or _id_from(_file_name(out)) or _id_from(source) or "captured"
     data = _scenario(spark, frame, tables, sql, scenario_id, where, frame)
     return _write(spark, data, out, scenario_id, where, notes, tables, *additions, real=frame)
+
+
+def _unreadable_table(spark, query: str, error: str) -> str | None:
+    """`the table X cannot be read: ` for the table the query names that Spark cannot
+    analyse alone with the query's own error (a Delta table without its log, a corrupt
+    checkpoint, a location on a file system this session lacks), else None."""
+    try:
+        names = _written_names(spark, query)
+    except Exception:
+        return None
+    for parts in names:
+        try:
+            spark.table(".".join("`" + p.replace("`", "``") + "`" for p in parts)).schema
+        except Exception as exc:
+            if describe(exc) == error:
+                return f"the table {'.'.join(parts)} cannot be read: "
+    return None
 
 
 def _capture_frame(frame, out, scenario_id, analyze, where, additions: tuple) -> Path:

@@ -254,6 +254,9 @@ def describe(exc: BaseException) -> str:
     """One line for a parse or analysis error of scenario SQL."""
     text = str(getattr(exc, "desc", None) or exc)
     text = re.sub(r"\s*(==|JVM stacktrace).*", "", text, flags=re.S)
+    # a Java exception Py4J passes on: its class and message, not Py4J's words or its frames
+    text = re.sub(r"^An error occurred while calling [\w.$]+\.\s*:\s*", "", text.strip())
+    text = re.sub(r"\n\s*at [\w.$<>]+\(.*", "", text, flags=re.S)
     return one_line(text.strip())[:300]
 
 

@@ -16,6 +16,7 @@ import textwrap
 
 import pyspark
 import pytest
+import yaml
 
 from harness.spark import delta, iceberg
 
@@ -171,12 +172,15 @@ def test_lake_tables_in_production_states_replay_spark_s_own_estimates(tmp_path,
         assert not warned, warned
         refused = [line for line in real_output if line.startswith("REFUSED ")]
         assert len(refused) == 2 and not any(line.endswith(" NOT") for line in refused), refused
+        for table in ("no_log", "bad_ckpt"):
+            assert any(f"the table prod.{table} cannot be read: " in line for line in refused), refused
         assert not (tmp_path / "broken").exists() or not list((tmp_path / "broken").iterdir())
         assert "catalog_stats:" in texts["f_ctas_one_day.yaml"]
         assert "values: [null]" not in texts["f_cm_one_day.yaml"]
     else:  # an evolved spec replayed as its history made it, position deletes as they are
         exact = {f"{fact}_{query}.yaml" for fact in ("f_evolved", "f_deletes") for query in ("one_day", "all_days")}
         assert not exact & set(warned), warned
-        assert "earlier_specs: [[day]]" in texts["f_evolved_one_day.yaml"]
+        evolved = yaml.safe_load(texts["f_evolved_one_day.yaml"])["tables"]["f_evolved"]
+        assert evolved["earlier_specs"] == [["day"]] and {p.get("spec") for p in evolved["partition_values"]} == {0, None}
         assert "dynamic_pruning:\n  - {table: f_deletes, pruned: true, reuses_broadcast: true}" in \
             texts["f_deletes_dpp.yaml"]
