@@ -16,7 +16,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from harness.capturing.catalog import RELATION_KINDS, relation_key
+from harness.capturing.relations import RELATION_KINDS, relation_key
 from harness.core.text import one_line, quoted_identifier
 from harness.observe import jvm_plans
 from harness.scenario.tables import is_iceberg, is_stats_only

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from harness.capturing.catalog import RELATION_KINDS
+from harness.capturing.relations import RELATION_KINDS
 from harness.core.text import quoted_identifier
 
 

@@ -22,14 +22,9 @@ from pathlib import Path
 
 import yaml
 
-from harness.capturing.catalog import (
-    CapturedTable,
-    CaptureError,
-    read_relations,
-    relation_key,
-    relation_reference,
-)
 from harness.capturing import fidelity
+from harness.capturing.catalog import read_relations
+from harness.capturing.relations import CapturedTable, CaptureError, relation_key, relation_reference
 from harness.capturing.frame_sql import PlanSqlError, frame_sql
 from harness.core.files import atomic_write_text
 from harness.core.text import one_line

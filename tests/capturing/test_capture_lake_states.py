@@ -74,6 +74,8 @@ CAPTURE = textwrap.dedent("""
         spark.sql(f"INSERT INTO {P}.f_deletes SELECT id % 3000, CAST(id AS DOUBLE), CAST(id % 3 AS INT) "
                   "FROM range(30000)")
         spark.sql(f"DELETE FROM {P}.f_deletes WHERE customer < 1000")
+        deletes = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, f"{P}.f_deletes")
+        deletes.expireSnapshots().expireOlderThan(jvm.System.currentTimeMillis() + 1).retainLast(1).commit()
         facts = ["f_evolved", "f_deletes"]
         dims = "USING iceberg"
     spark.sql(f"CREATE TABLE {P}.cu {dims} AS SELECT id AS customer, concat('r', id % 4) AS region FROM range(3000)")
