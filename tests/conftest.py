@@ -29,6 +29,25 @@ def session():
 
 
 @pytest.fixture
+def assert_replays():
+    """Run a captured scenario file in this process's session and assert it passes and
+    plans what the real query planned: the same join nodes (strategy, build side, tables,
+    shuffles, scans) and the same estimates of both sides of every join."""
+    def check(path, direct: list, direct_estimates: list):
+        from harness.check import runner
+        from harness.scenario.model import expand, load_scenario
+        from harness.spark.session import get_session
+        record = runner.run_case(expand(load_scenario(path))[0], get_session())
+        assert record.status == "passed", record.message
+        replayed = [(j["strategy"], j["build_side"], j["tables"], j["shuffles"], j["scans"])
+                    for j in record.observed.initial.joins]
+        assert replayed == direct
+        assert record.observed.estimates == direct_estimates
+        return record
+    return check
+
+
+@pytest.fixture
 def write_scenario(tmp_path):
     """Write a scenario file from YAML text; returns its path."""
     def write(text: str, name: str = "case.yaml") -> Path:

@@ -448,7 +448,8 @@ def _partitioned_warehouse(spark, analyze: bool) -> str:
 
 @pytest.mark.parametrize("analyze", [True, False], ids=["analyzed", "never-analyzed"])
 @pytest.mark.parametrize("name", list(PARTITIONED_QUERIES))
-def test_a_partitioned_table_round_trips_through_capture(session, warehouse, tmp_path, name, analyze):
+def test_a_partitioned_table_round_trips_through_capture(session, warehouse, tmp_path, name, analyze,
+                                                         assert_replays):
     """Real partitioned parquet tables with data, captured and replayed on the same Spark,
     plan as the original query: the same joins, build sides, shuffles, pruning and sizes
     (the pruned sides' sizes are the kept partitions' files)."""
@@ -477,12 +478,7 @@ def test_a_partitioned_table_round_trips_through_capture(session, warehouse, tmp
     if name == "dpp":  # what Spark planned for the fact's scan, written as an expectation
         assert data["expect"]["dynamic_pruning"] == [{"table": f"events_p{suffix}", "pruned": True,
                                                       "reuses_broadcast": True}]
-    record = runner.run_case(expand(load_scenario(path))[0], session)
-    assert record.status == "passed", record.message
-    replayed = [(j["strategy"], j["build_side"], j["tables"], j["shuffles"], j["scans"])
-                for j in record.observed.initial.joins]
-    assert replayed == direct
-    assert record.observed.estimates == direct_estimates
+    assert_replays(path, direct, direct_estimates)
 
 
 def test_more_than_10000_partitions_keep_the_largest_and_count_the_rest(write_scenario):

@@ -18,9 +18,7 @@ import yaml
 
 from harness.capturing import fidelity
 from harness.capturing.to_scenario import CaptureError, capture
-from harness.check import runner
 from harness.observe import jvm_plans
-from harness.scenario.model import expand, load_scenario
 from harness.spark.query import checksum_frame
 
 DB = "states"
@@ -87,7 +85,8 @@ def _direct(spark, query: str):
 @pytest.mark.parametrize("cbo", [False, True], ids=["cbo-off", "cbo-on"])
 @pytest.mark.parametrize("query", list(QUERIES))
 @pytest.mark.parametrize("fact", FACTS)
-def test_a_table_in_a_production_state_replays_spark_s_own_estimates(session, states, tmp_path, fact, query, cbo):
+def test_a_table_in_a_production_state_replays_spark_s_own_estimates(session, states, tmp_path, fact, query, cbo,
+                                                                     assert_replays):
     spark = states
     text = QUERIES[query].format(f=fact)
     conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.cbo.enabled": str(cbo).lower()}
@@ -115,12 +114,7 @@ def test_a_table_in_a_production_state_replays_spark_s_own_estimates(session, st
         assert [p["size_bytes"] for p in table["partition_values"] if p["values"] == [9]] == [0]
     if fact == "ev_orc":
         assert "is stored as ORC: replayed as a statistics-only parquet table" in written
-    record = runner.run_case(expand(load_scenario(path))[0], session)
-    assert record.status == "passed", record.message
-    replayed = [(j["strategy"], j["build_side"], j["tables"], j["shuffles"], j["scans"])
-                for j in record.observed.initial.joins]
-    assert replayed == direct
-    assert record.observed.estimates == direct_estimates
+    assert_replays(path, direct, direct_estimates)
 
 
 def test_a_file_whose_sizes_are_not_spark_s_says_so_at_its_top(session, states, tmp_path, monkeypatch, capsys):

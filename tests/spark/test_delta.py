@@ -133,15 +133,13 @@ DELTA_QUERIES = {
 
 
 @pytest.mark.parametrize("name", list(DELTA_QUERIES))
-def test_a_delta_table_round_trips_through_capture(tmp_path, name):
+def test_a_delta_table_round_trips_through_capture(tmp_path, name, assert_replays):
     """A real partitioned Delta table with data, captured (its log's partitions, sizes and
     record counts) and replayed as a statistics-only Delta table on the same Spark, plans
     as the original query: the same joins, build sides, shuffles, pruning and estimates."""
     from harness.capturing.to_scenario import capture
-    from harness.check import runner
     from harness.core.options import RunOptions
     from harness.observe import jvm_plans
-    from harness.scenario.model import expand
     from harness.spark.query import checksum_frame
     from harness.spark.session import get_session
     session = get_session(RunOptions.from_env(delta=True))
@@ -169,9 +167,4 @@ def test_a_delta_table_round_trips_through_capture(tmp_path, name):
     assert [p["values"] for p in fact["partition_values"]] == [[0], [1], [2], [3]]
     if spark.version >= "3.2":  # Delta 0.8 and 1.0 (Spark 3.0, 3.1) write no record counts into the log
         assert [p["rows"] for p in fact["partition_values"]] == [32500, 2500, 2500, 2500]
-    record = runner.run_case(expand(load_scenario(path))[0], session)
-    assert record.status == "passed", record.message
-    replayed = [(j["strategy"], j["build_side"], j["tables"], j["shuffles"], j["scans"])
-                for j in record.observed.initial.joins]
-    assert replayed == direct
-    assert record.observed.estimates == direct_estimates
+    assert_replays(path, direct, direct_estimates)
