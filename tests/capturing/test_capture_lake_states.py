@@ -76,6 +76,16 @@ CAPTURE = textwrap.dedent("""
         spark.sql(f"DELETE FROM {P}.f_deletes WHERE customer < 1000")
         deletes = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, f"{P}.f_deletes")
         deletes.expireSnapshots().expireOlderThan(jvm.System.currentTimeMillis() + 1).retainLast(1).commit()
+        # an equality delete on customer in day 1, committed as Iceberg's metadata holds one (planning reads
+        # only the metadata; Spark's SQL writes position deletes only)
+        field_ids = spark.sparkContext._gateway.new_array(jvm.int, 1)
+        field_ids[0] = deletes.schema().findField("customer").fieldId()
+        equality = (jvm.org.apache.iceberg.FileMetadata.deleteFileBuilder(deletes.spec())
+                    .ofEqualityDeletes(field_ids).withPath(deletes.location() + "/data/equality-deletes-00.parquet")
+                    .withFormat("PARQUET").withPartitionPath("day=1").withFileSizeInBytes(1024).withRecordCount(50)
+                    .build())
+        deletes.newRowDelta().addDeletes(equality).commit()
+        spark.sql(f"REFRESH TABLE {P}.f_deletes")
         facts = ["f_evolved", "f_deletes"]
         dims = "USING iceberg"
     spark.sql(f"CREATE TABLE {P}.cu {dims} AS SELECT id AS customer, concat('r', id % 4) AS region FROM range(3000)")
