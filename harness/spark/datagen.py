@@ -22,7 +22,7 @@ from pathlib import Path
 
 from harness.core.files import atomic_write_text
 from harness.core.text import string_literal
-from harness.scenario.checks import HEAVY_PROVIDERS
+from harness.scenario.checks.tables import HEAVY_PROVIDERS
 from harness.scenario.model import stable_seed
 from harness.scenario.tables import (
     iceberg_column_problems,
