@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from harness.check import expect
+from harness.check import compare_results, expect
 from harness.core.options import deployment
 from harness.core.records import (
     NOT_CHECKABLE,
@@ -471,7 +471,7 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
         expected = _with_prediction(expected, judged)
     problems = expect.compare(expected, observed) if expect.has_assertions(expected) else []
     status = _status(expected, observed, problems)
-    wrong = expect.engine_answer_differs(observed)
+    wrong = compare_results.engine_answer_differs(observed)
     if wrong:  # a native answer that is not Spark's: wrong, whatever else was expected
         status, problems = "correctness", [wrong, *problems]
     unchecked = expect.not_checkable(expected, observed) if expect.has_assertions(expected) else []

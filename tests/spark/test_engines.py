@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.check import expect
+from harness.check import compare_plans, compare_results, expect
 from harness.spark import comet, engines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,16 +71,16 @@ def _join(native, fallback=None):
 
 def test_a_native_expectation_names_why_the_engine_left_the_join_to_spark():
     reasons = ["Range: Native support for operator RangeExec is disabled."]
-    assert expect._compare_native(True, [_join(True)], "final") == []
-    assert expect._compare_native(True, [_join(False, reasons)], "final") == [
+    assert compare_plans.compare_native(True, [_join(True)], "final") == []
+    assert compare_plans.compare_native(True, [_join(False, reasons)], "final") == [
         "final plan: expected a native SortMergeJoin, Spark ran it (Range: Native support for operator RangeExec "
         "is disabled.)"]
-    assert expect._compare_native(False, [_join(True)], "final") == [
+    assert compare_plans.compare_native(False, [_join(True)], "final") == [
         "final plan: expected SortMergeJoin left to Spark, it ran natively"]
 
 
 def test_a_native_expectation_cannot_pass_without_an_engine():
-    [problem] = expect._compare_native(True, [_join(None)], "initial")
+    [problem] = compare_plans.compare_native(True, [_join(None)], "initial")
     assert problem.startswith("native: this run has no native engine (run with --engine comet)")
 
 
@@ -88,13 +88,13 @@ def test_a_native_answer_that_is_not_spark_s_is_named_with_both_answers():
     from harness.core.records import Observation
     same = Observation(executed=True, rows=10, checksum="00ab",
                        engine_reference={"rows": 10, "checksum": "00ab", "source": "this session, comet off"})
-    assert expect.engine_answer_differs(same) is None
+    assert compare_results.engine_answer_differs(same) is None
     wrong = Observation(executed=True, rows=10, checksum="00ab",
                         engine_reference={"rows": 9, "checksum": "00cd", "source": "this session, comet off"})
-    assert expect.engine_answer_differs(wrong) == (
+    assert compare_results.engine_answer_differs(wrong) == (
         "the engine's answer is not Spark's: 10 rows, checksum 00ab; Spark (this session, comet off): "
         "9 rows, checksum 00cd")
-    assert expect.engine_answer_differs(Observation(executed=True, rows=10, checksum="00ab")) is None
+    assert compare_results.engine_answer_differs(Observation(executed=True, rows=10, checksum="00ab")) is None
 
 
 def test_an_override_for_an_engine_applies_only_under_it(write_scenario):
