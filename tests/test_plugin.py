@@ -93,7 +93,7 @@ def test_progress_eta_weighs_items_by_their_last_durations(tmp_path, monkeypatch
     import json
     from types import SimpleNamespace
 
-    from harness.plugin import _previous_durations
+    from harness.plugin_state import previous_durations as _previous_durations
     from harness.report.progress import Progress
     (tmp_path / "4.3.0").mkdir()
     # last run: one long stream file first (60 s), then 99 short cases (0.1 s each)

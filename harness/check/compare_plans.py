@@ -5,7 +5,7 @@ line per mismatch."""
 from __future__ import annotations
 
 from harness.check.compare_cost import within
-from harness.core.records import Observation, BYTE_UNITS, UNAVAILABLE
+from harness.core.records import BYTE_UNITS, UNAVAILABLE, Observation
 from harness.core.vocab import describe_join
 
 

@@ -33,7 +33,7 @@ from harness.check.compare_results import (
     rows_equal,
     steps_unreported,
 )
-from harness.core.records import Observation, UNAVAILABLE
+from harness.core.records import UNAVAILABLE, Observation
 from harness.core.rows import normalize_rows
 from harness.core.vocab import JOIN_TYPES, normalize_build_side, normalize_strategy, spark_version
 from harness.scenario.model import Case

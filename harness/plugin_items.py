@@ -1,0 +1,186 @@
+"""The pytest items of the adapter: a scenario file collected into one item per case (each
+matrix expansion, and each repetition of a flake-finder run) and one cross-strategy check
+per join type; an item runs its case on this worker's session, or judges a stored
+observation again, and hands its record to the controller."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.core.text import display_path, one_line
+from harness.plugin_state import (
+    FAILING,
+    FLAKE_RUN_KEY,
+    RECORD_KEY,
+    REUSE,
+    REUSED_KEY,
+    SHARD_KEY,
+    flake_runs,
+    options_of,
+)
+from harness.scenario.errors import ScenarioError
+from harness.scenario.model import expand, load_once
+from harness.spark.session import SessionUnavailable
+from harness.store.results_store import RunStamp
+from harness.store.reuse import AGREEMENT, CASE, Reuse
+
+
+# pytest's own marks: a folder or tag of that name would skip, xfail or break every item.
+RESERVED_MARKS = {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "tryfirst",
+                  "trylast", "agreement"}
+
+
+def marker_names(scenario) -> list[str]:
+    """The scenario's tags and its folder's name, as pytest markers (names pytest accepts)."""
+    names = [*scenario.data.get("tags", []), scenario.path.parent.name]
+    return list(dict.fromkeys(n for n in names if n.isidentifier() and not n.startswith("_")
+                              and n not in RESERVED_MARKS))
+
+
+class ScenarioFile(pytest.File):
+    def collect(self):
+        try:
+            scenario, cases = self._load()
+        except ScenarioError:
+            raise
+        except SessionUnavailable as exc:  # the file is fine; no session can be had to check it
+            raise ScenarioError(self.path, None, "", str(exc)) from None
+        except Exception as exc:  # whatever else goes wrong is this file's problem alone
+            raise ScenarioError(self.path, None, "", f"cannot be loaded ({type(exc).__name__}: {exc})") from None
+        marks = marker_names(scenario)
+        for mark in marks:
+            self.config.addinivalue_line("markers", f"{mark}: scenario tag")
+        from harness.check.agreement import agreement_id, agreement_representatives
+        runs = range(1, flake_runs(self.config) + 1) if flake_runs(self.config) else [None]
+        for run in runs:
+            for case in cases:
+                yield self._item(ScenarioItem, case.case_id, case, marks, run)
+            if self.config.getoption("no_agree"):
+                continue
+            for case in agreement_representatives(cases):
+                yield self._item(AgreementItem, agreement_id(case), case, marks + ["agreement"], run)
+
+    def _item(self, kind, name: str, case, marks: list, run: int | None):
+        """One item; in a flake-finder run, one of its K repetitions (`name@2`)."""
+        item = kind.from_parent(self, name=name if run is None else f"{name}@{run}", case=case)
+        item.flake_run = run
+        for mark in marks:
+            item.add_marker(mark)
+        return item
+
+    def _load(self):
+        reuse = self.config.stash[REUSE]
+        scenario = load_once(self.path, reuse.parsed if reuse is not None else None)
+        ids = self.config._harness_ids
+        owner = ids.setdefault(scenario.id, str(self.path))
+        if owner != str(self.path):
+            raise ScenarioError(self.path, scenario.line_of("id"), "id",
+                                f"duplicate id '{scenario.id}' (already used by {owner})")
+        cases = expand(scenario)
+        from harness.check.runner import check_sql
+        from harness.spark.session import get_session
+        reuse = self.config.stash[REUSE]
+        for checked in {id(c.scenario): c.scenario for c in cases}.values():  # a synthetic twin too
+            if reuse is not None and reuse.sql_checked(checked):
+                continue  # the same SQL passed on this Spark and harness: no session needed
+            check_sql(get_session(options_of(self.config)), checked)
+            if reuse is not None:
+                reuse.sql_passed(checked)
+        return scenario, cases
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, ScenarioError):
+            return str(excinfo.value)
+        return one_line(f"{self.path}: cannot be loaded ({excinfo.type.__name__}: {excinfo.value})")
+
+
+class CaseFailed(Exception):
+    """(one-line verdict, lines saying why Spark chose what it chose)"""
+
+
+def _why(record: dict) -> list[str]:
+    from harness.observe.describe import expectation_words, why_lines
+    if record["kind"] == "agreement":
+        return why_lines(record)
+    return [f"expected: {expectation_words(record.get('expected'))}", *why_lines(record)]
+
+
+class ScenarioItem(pytest.Item):
+    kind = CASE
+    flake_run = None
+
+    def __init__(self, *, case, **kwargs):
+        # The id from its text, as pytest reads ids back from its cache: `name[params]`
+        # parsed the same way both times, so that --lf/--ff find the item again (pytest 9).
+        kwargs.setdefault("nodeid", f"{kwargs['parent'].nodeid}::{kwargs['name']}")
+        super().__init__(**kwargs)
+        self.case = case
+
+    def _run(self, session):
+        from harness.check.runner import run_case
+        return run_case(self.case, session)
+
+    def _recall(self, reuse: Reuse):
+        return reuse.recall(self.case, self.kind)
+
+    def runtest(self):
+        from harness.spark.session import get_session
+        reuse = self.config.stash[REUSE]
+        record = self._recall(reuse) if reuse is not None else None
+        if record is None:
+            session = get_session(options_of(self.config))
+            from harness.spark import executions
+            # Each repetition runs anew: its executions are not shared with another's.
+            executions.set_round(self.flake_run or 0)
+            # under an engine, Spark's own answer from a plain run the store holds
+            session.plain_answers = reuse.plain_answer if reuse is not None else None
+            record = self._run(session)
+            record.run = self.config._harness_stamp.to_json()
+            if reuse is not None:
+                reuse.keep(self.case, self.kind, record, session)
+        # The edge: the typed record becomes JSON here, and travels to the controller.
+        as_json = record.to_json()
+        self.user_properties.append((RECORD_KEY, json.dumps(as_json, default=str)))
+        reused = ""
+        if record.reused:
+            reused = f" (reused: observed by {RunStamp.from_json(record.run).words()})"
+            self.user_properties.append((REUSED_KEY, RunStamp.from_json(record.run).words()))
+        if getattr(self.config, "_harness_split", None):
+            self.user_properties.append((SHARD_KEY, json.dumps(self.config._harness_split)))
+        if self.flake_run is not None:
+            self.user_properties.append((FLAKE_RUN_KEY, str(self.flake_run)))
+        if record.status in ("skipped", "unchecked"):  # the record keeps which of the two
+            pytest.skip(record.message + reused)
+        if record.status == "known_bug":  # reported apart: xfailed, and listed with its JIRA
+            pytest.xfail(record.message + reused)
+        if record.status in FAILING:
+            raise CaseFailed(f"[{record.status}] {record.message}{reused}", _why(as_json))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, CaseFailed):
+            verdict, why = excinfo.value.args
+            head = one_line(f"{display_path(self.path)}:{self.case.scenario.line_of('id')}: {self.name}: {verdict}")
+            return "\n".join([head, *(f"    {one_line(line)}" for line in why)])
+        if isinstance(excinfo.value, (ScenarioError, SessionUnavailable)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, (self.case.scenario.line_of("id") or 1) - 1, self.name
+
+
+class AgreementItem(ScenarioItem):
+    kind = AGREEMENT
+
+    def _recall(self, reuse: Reuse):
+        from harness.check.agreement import nothing_to_compare, skipped_record
+        if nothing_to_compare(self.case):  # nothing to compare, nothing to start a session for
+            record = skipped_record(self.case, reuse.stand_in())
+            record.run = self.config._harness_stamp.to_json()
+            return record
+        return super()._recall(reuse)
+
+    def _run(self, session):
+        from harness.check.agreement import run_agreement
+        return run_agreement(self.case, session)
