@@ -5,6 +5,7 @@ import time
 from harness.check.agreement import run_agreement
 from harness.check.runner import run_case
 from harness.scenario.model import expand, load_scenario
+from harness.spark import case_scope
 from harness.spark import session as session_module
 from tests.conftest import MINIMAL
 
@@ -63,8 +64,8 @@ def test_an_endless_nested_loop_check_runs_nothing(write_scenario, session):
 
 def test_case_ignoring_cancellation_gets_its_context_stopped(write_scenario, session, monkeypatch):
     # Stand in for a job that does not react to cancellation.
-    monkeypatch.setattr(session_module.CaseScope, "_cancel_jobs", lambda self: None)
-    monkeypatch.setattr(session_module, "STOP_GRACE_S", 1.0)
+    monkeypatch.setattr(case_scope.CaseScope, "_cancel_jobs", lambda self: None)
+    monkeypatch.setattr(case_scope, "STOP_GRACE_S", 1.0)
     from pyspark import SparkContext
     jvm = SparkContext._gateway.proc
     case = _only_case(write_scenario(ENDLESS))

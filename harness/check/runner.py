@@ -31,7 +31,8 @@ from harness.scenario.tables import is_derived, is_stats_only, uses_iceberg, wri
 from harness.spark import datagen, derived, engines, executions, sql_guard, streaming
 from harness.spark.errors import describe_error
 from harness.spark.query import build_query, checksum_frame, checksum_text
-from harness.spark.session import CaseScope, Session
+from harness.spark.case_scope import CaseScope
+from harness.spark.session import Session
 
 RESULT_ROWS_LIMIT = 1000
 AS_WRITTEN = "as written"

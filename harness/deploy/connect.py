@@ -25,15 +25,11 @@ from pathlib import Path
 
 from harness.core.options import RunOptions
 from harness.core.records import NOT_RUN
+from harness.spark.case_scope import CaseScope
 from harness.spark.errors import describe_error
+from harness.spark.session import NO_SESSION, SESSION_KINDS, Session, SessionUnavailable
 from harness.spark.stages import RunStages
-from harness.spark.session import (
-    NO_SESSION,
-    SESSION_KINDS,
-    CaseScope,
-    Session,
-    SessionUnavailable,
-)
+
 
 # What a Connect client cannot see, and why (the words a record and the README use).
 NOT_OBSERVABLE = {

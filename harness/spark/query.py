@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.core.vocab import JOIN_TYPES, SQL_JOIN, THEN, THEN_VIEW
 from harness.scenario.tables import as_hint_list, hint_name
-from harness.spark.session import CaseScope
+from harness.spark.case_scope import CaseScope
 
 CHECKSUM_MOD = 1 << 64
 
