@@ -113,7 +113,8 @@ def _written_names(spark, text: str) -> list[list[str]]:
 # --------------------------------------------------------------------------- capture
 
 def capture(query, out, *, spark=None, scenario_id: str | None = None, analyze: bool = False,
-            source: str = "", baseline: dict | None = None, synthetic: float | None = None) -> Path:
+            source: str = "", baseline: dict | None = None, synthetic: float | None = None,
+            self_check: bool = True) -> Path:
     """Write the scenario of one query, SQL text or a DataFrame, to `out` (a file, or a
     folder: then `<scenario_id>.yaml`); returns the path written. SQL text runs in
     `spark` (the active session when not given); `synthetic` adds a twin with generated
@@ -123,8 +124,10 @@ def capture(query, out, *, spark=None, scenario_id: str | None = None, analyze: 
         if not hasattr(query, "_jdf"):
             raise CaptureError(f"{source or 'query'}: capture takes SQL text or a DataFrame, "
                                f"not {type(query).__name__}")
-        return _capture_frame(query, out, scenario_id, analyze, source or "a DataFrame", (baseline, synthetic))
-    return _capture_sql(spark or _active_session(), query, out, scenario_id, analyze, source, (baseline, synthetic))
+        return _capture_frame(query, out, scenario_id, analyze, source or "a DataFrame",
+                              (baseline, synthetic, self_check))
+    return _capture_sql(spark or _active_session(), query, out, scenario_id, analyze, source,
+                        (baseline, synthetic, self_check))
 
 
 def _active_session():
@@ -249,7 +252,7 @@ def _analyze(spark, tables: list) -> str:
 
 
 def _write(spark, data: dict, out, scenario_id: str, where: str, notes: list, tables: list,
-           baseline: dict | None, synthetic: float | None, real=None) -> Path:
+           baseline: dict | None, synthetic: float | None, self_check: bool, real=None) -> Path:
     """The scenario file, written whole or not at all, after its self-check: planned in
     this session, it must plan what the real query `real` planned (harness.capturing.fidelity);
     each difference is a warning at the top of the file and on stderr."""
@@ -266,7 +269,10 @@ def _write(spark, data: dict, out, scenario_id: str, where: str, notes: list, ta
     header = [f"Captured from {where} on Spark {spark.version}, {dt.date.today().isoformat()}: statistics and "
               "plans only, no data."] + notes + [n for t in tables for n in t.notes]
     body = _dump(data)
-    warnings = _self_check(spark, body, tables, real, path.name) if real is not None else []
+    warnings = _self_check(spark, body, tables, real, path.name) if self_check and real is not None else []
+    if not self_check:
+        header.append("Not self-checked (--no-self-check): whether its replay plans as the real query did is "
+                      "unchecked")
     for warning in warnings:
         print(f"warning: {path}: {warning}", file=sys.stderr)
     lines = [f"WARNING: replayed here, this file plans otherwise than the real query: {w}" for w in warnings]
@@ -477,7 +483,8 @@ def query_files(paths: list[str]) -> list[Path]:
 
 
 def main(paths: list[str], out: str, sql: str | None, analyze: bool, master: str | None,
-         spark_conf: dict, baseline: tuple | None = None, synthetic: float | None = None) -> int:
+         spark_conf: dict, baseline: tuple | None = None, synthetic: float | None = None,
+         self_check: bool = True) -> int:
     from pyspark.sql import SparkSession
 
     from harness.capturing.event_log import BaselineError, expectation
@@ -502,7 +509,7 @@ def main(paths: list[str], out: str, sql: str | None, analyze: bool, master: str
             try:
                 written = capture(text.strip().rstrip(";").strip() + "\n", out, spark=spark, analyze=analyze,
                                   source="" if source == "--sql" else source, baseline=override,
-                                  synthetic=synthetic)
+                                  synthetic=synthetic, self_check=self_check)
                 print(f"captured {source} -> {written}")
             except CaptureError as exc:
                 failures += 1

@@ -191,3 +191,15 @@ def test_the_self_check_plans_in_a_hive_metastore_and_leaves_it_as_it_was(tmp_pa
     assert "DATABASES ['default', 'shop']" in done.stdout
     written = (tmp_path / "q.yaml").read_text()
     assert written.startswith("# Captured from query") and "WARNING" not in written, written[:1000]
+
+
+def test_a_capture_without_its_self_check_says_so(session, states, tmp_path, monkeypatch):
+    from harness.capturing import fidelity
+
+    def never(*args):
+        raise AssertionError("the self-check ran")
+
+    monkeypatch.setattr(fidelity, "self_check", never)
+    path = capture(QUERIES["one_day"].format(f="ev_stale"), tmp_path / "q.yaml", spark=states, self_check=False)
+    assert "# Not self-checked (--no-self-check): whether its replay plans as the real query did is unchecked" in \
+        path.read_text()
