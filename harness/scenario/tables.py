@@ -430,3 +430,21 @@ def catalog_partition_value_problem(type_name: str | None, value) -> str | None:
             return f"{DEFAULT_PARTITION_NAME} is Hive's name for the null partition: write null"
         return None
     return partition_value_problem(Transform("identity", "c"), base, value)
+
+
+INT_RANGES = {"int": 31, "long": 63, "bigint": 63, "smallint": 15, "short": 15, "tinyint": 7, "byte": 7}
+
+
+def literal_fits(value, type_name: str) -> bool:
+    """In range for an integer type; an ISO date or timestamp Spark reads as one."""
+    if type_name in INT_RANGES:
+        return -(1 << INT_RANGES[type_name]) <= value < (1 << INT_RANGES[type_name])
+    try:
+        if type_name == "date":
+            dt.date.fromisoformat(value[:10])
+            return len(value) == 10
+        if type_name == "timestamp":
+            dt.datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T"))
+    except ValueError:
+        return False
+    return True

@@ -8,14 +8,7 @@ import difflib
 import re
 
 from harness.core.vocab import STRATEGY_HINTS
-from harness.scenario.errors import (
-    ScenarioError,
-    Where,
-    did_you_mean,
-    dotted,
-    excerpt,
-    line_for,
-)
+from harness.scenario.errors import ScenarioError, Where, did_you_mean, dotted, excerpt, line_for
 from harness.scenario.tables import (
     DERIVED_SOURCES,
     as_hint_list,
@@ -25,6 +18,7 @@ from harness.scenario.tables import (
     is_iceberg,
     is_literal,
     is_stats_only,
+    literal_fits,
     literal_schema,
     stats_bound_kind,
     table_columns,
@@ -123,24 +117,6 @@ def check_literal_rows(at: Where, data: dict) -> None:
                                               f"(write \"{type_name}?\" to allow NULL)")
                     continue
                 check_value(at, where, value, type_name, cname)
-
-
-INT_RANGES = {"int": 31, "long": 63, "bigint": 63, "smallint": 15, "short": 15, "tinyint": 7, "byte": 7}
-
-
-def literal_fits(value, type_name: str) -> bool:
-    """In range for an integer type; an ISO date or timestamp Spark reads as one."""
-    if type_name in INT_RANGES:
-        return -(1 << INT_RANGES[type_name]) <= value < (1 << INT_RANGES[type_name])
-    try:
-        if type_name == "date":
-            datetime.date.fromisoformat(value[:10])
-            return len(value) == 10
-        if type_name == "timestamp":
-            datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T"))
-    except ValueError:
-        return False
-    return True
 
 
 _FAKER_PROVIDERS: dict = {}

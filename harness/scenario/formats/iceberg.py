@@ -1,0 +1,136 @@
+"""Iceberg tables of the worker's Iceberg catalog: generated, literal, derived or
+statistics-only (data files known to the metadata only, each partition's rows, of every
+spec rows were written under), with a partition spec of Iceberg transforms, a sort
+order, files per partition and vetted properties. Its rules on a declared table, checked
+at collection."""
+from __future__ import annotations
+
+from harness.scenario.errors import Where, did_you_mean
+from harness.scenario.formats.base import check_partition_totals, check_properties
+from harness.scenario.tables import (
+    ICEBERG_PROPERTIES,
+    MAX_PARTITIONS,
+    bucket_combinations,
+    column_type,
+    iceberg_column_problems,
+    is_derived,
+    is_iceberg,
+    is_stats_only,
+    parse_transform,
+    partition_spec,
+    partition_text,
+    partition_value_problem,
+)
+
+
+NAME = "iceberg"
+PROPERTIES = ICEBERG_PROPERTIES
+# what only an Iceberg table declares
+ONLY = ("sort_by", "files_per_partition", "properties")
+
+
+def check(at: Where, where: tuple, name: str, table: dict, data: dict) -> None:
+    _check_iceberg_layout(at, where, name, table)
+
+
+def _check_iceberg_layout(at: Where, where: tuple, name: str, table: dict) -> None:
+    """An Iceberg table: a catalog table of generated, literal or derived rows, its partition spec
+    made of Iceberg's transforms over its own columns, its sort order over its columns,
+    and only vetted table properties."""
+    if not is_iceberg(table):
+        key = next(key for key in ONLY if key in table)
+        raise at.error(where + (key,), f"`{key}` is an Iceberg table's: add `format: iceberg`")
+    if not is_derived(table) and not is_stats_only(table) and table.get("materialize") != "catalog":
+        raise at.error(where + ("format",), "`format: iceberg` is for a catalog table of generated or literal rows: "
+                       "add `materialize: catalog`")
+    if "analyze" in table:
+        raise at.error(where + ("analyze",), "an Iceberg table keeps its own statistics (ANALYZE TABLE is "
+                       "Spark's session catalog's)")
+    if "bucket_by" in table:
+        raise at.error(where + ("bucket_by",), "an Iceberg table is bucketed by its partition spec: write "
+                       "`partition_by: [\"bucket(N, column)\"]`")
+    for i, text in enumerate(table.get("partition_by") or []):
+        try:
+            parse_transform(text)
+        except ValueError as exc:
+            raise at.error(where + ("partition_by", i), str(exc)) from None
+    if not is_derived(table):  # a derived table's columns are Spark's to say: checked when it is built
+        names = list(table.get("columns") or table.get("schema") or {})
+        typed = {column: column_type(table, column) for column in names}
+        problems = iceberg_column_problems(table, typed, lambda c: f"table '{name}'{did_you_mean(c, names)}")
+        if problems:
+            field, message = problems[0]
+            raise at.error(where + field, message)
+    if is_stats_only(table):
+        _check_iceberg_stats(at, where, table)
+    check_properties(at, where, table, ICEBERG_PROPERTIES)
+
+
+def _check_iceberg_stats(at: Where, where: tuple, table: dict) -> None:
+    """A statistics-only Iceberg table: sized by its row count (Iceberg estimates a scan
+    from its files' record counts, not from catalog statistics), its partitions listed or
+    all buckets of an all-bucket spec."""
+    stats = table["stats"]
+    if "rows" not in stats:
+        raise at.error(where + ("stats",), "an Iceberg table is sized by its row count: add `rows` (Spark "
+                       "estimates an Iceberg scan as rows x row width)")
+    if stats.get("columns"):
+        raise at.error(where + ("stats", "columns"), "an Iceberg table's column statistics are not replayed (Iceberg "
+                       "reports row counts from its files' metadata): leave `columns` out")
+    spec = partition_spec(table)
+    listed = table.get("partition_values")
+    if listed is None:
+        if any(t.name != "bucket" for t in spec):
+            raise at.error(where + ("partition_values",), "list the table's partitions: only an all-bucket partition "
+                           "spec has them by default (every bucket)")
+        if bucket_combinations(table) > MAX_PARTITIONS:
+            raise at.error(where + ("partition_by",), f"{bucket_combinations(table):,} bucket combinations: a "
+                           f"statistics-only Iceberg table has at most {MAX_PARTITIONS:,} partitions")
+        return
+    if not spec:
+        raise at.error(where + ("partition_values",), "an unpartitioned table has no partition values: add "
+                       "`partition_by`")
+    earlier = _earlier_specs(at, where, table)
+    seen = set()
+    for i, partition in enumerate(listed):
+        if "rows" not in partition:
+            raise at.error(where + ("partition_values", i), "a partition of an Iceberg table needs `rows` (Spark "
+                           "sizes an Iceberg scan by its files' record counts)")
+        values = partition["values"]
+        if "spec" in partition and partition["spec"] >= len(earlier):
+            raise at.error(where + ("partition_values", i, "spec"), f"spec {partition['spec']} is not one of "
+                           f"`earlier_specs` ({len(earlier)} listed)")
+        fields, named = (earlier[partition["spec"]], f"earlier_specs[{partition['spec']}]") if "spec" in partition \
+            else (spec, "partition_by")
+        if len(values) != len(fields):
+            raise at.error(where + ("partition_values", i, "values"), f"{len(values)} value(s) for the "
+                           f"{len(fields)} field(s) of {named}")
+        for j, (transform, value) in enumerate(zip(fields, values)):
+            problem = partition_value_problem(transform, column_type(table, transform.column), value)
+            if problem:
+                raise at.error(where + ("partition_values", i, "values", j), problem)
+        key = (partition.get("spec"), *map(partition_text, values))
+        if key in seen:
+            raise at.error(where + ("partition_values", i, "values"), "the same partition twice")
+        seen.add(key)
+    check_partition_totals(at, where, listed, stats)
+
+
+def _earlier_specs(at: Where, where: tuple, table: dict) -> list:
+    """An evolved Iceberg table's earlier partition specs, each a list of Transforms over
+    the table's columns."""
+    out = []
+    columns = list(table.get("schema") or {})
+    for i, texts in enumerate(table.get("earlier_specs") or []):
+        fields = []
+        for j, text in enumerate(texts):
+            try:
+                transform = parse_transform(text)
+            except ValueError as exc:
+                raise at.error(where + ("earlier_specs", i, j), str(exc)) from None
+            if transform.column not in columns:
+                raise at.error(where + ("earlier_specs", i, j), f"'{transform.column}' is not a column of the "
+                               f"table{did_you_mean(transform.column, columns)}")
+            fields.append(transform)
+        out.append(fields)
+    return out
