@@ -109,6 +109,10 @@ class Reuse:
         payload = {"versions": session.versions, "master": session.master,
                    "cluster": getattr(session, "cluster_shape", None)}
         if isinstance(record, CaseRecord):
+            if record.status == "skipped":
+                # this session could not run it (a package or an engine it lacks): nothing was
+                # observed, and a later session that has the package must run it
+                return
             error = record.observed.error
             if error is not None and error.cls in NOT_KEPT_ERRORS:
                 return

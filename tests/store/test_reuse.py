@@ -19,6 +19,23 @@ session.new_session = _refuse
 """
 
 
+CANNOT_RUN = """
+import os
+import harness.spark.session as session
+
+_original = session.Session.cannot_run
+
+
+def pytest_configure(config):
+    if os.environ.get("HARNESS_TEST_CANNOT_RUN"):
+        session.Session.cannot_run = lambda self, case: "not available: withheld by this test"
+
+
+def pytest_unconfigure(config):
+    session.Session.cannot_run = _original
+"""
+
+
 def _suite(pytester, text=MINIMAL, name="s.yaml"):
     folder = pytester.path / "scenarios"
     folder.mkdir(exist_ok=True)
@@ -106,3 +123,16 @@ def test_workers_follow_what_is_left_to_run_and_none_start_when_everything_is_re
     # and the refusal is real: a run that must observe fails for it
     fresh = pytester.runpytest_subprocess(*run, "--fresh", timeout=300)
     assert "a Spark session was started" in fresh.stdout.str()
+
+
+def test_a_case_this_session_could_not_run_is_never_stored(pytester, session, monkeypatch):
+    """A case skipped because this session lacks what it needs (a Delta or Iceberg package,
+    an engine's jar) observed nothing: the next run runs it, never judges an empty
+    observation as 'no join'."""
+    _suite(pytester)
+    pytester.makeconftest(CANNOT_RUN)
+    monkeypatch.setenv("HARNESS_TEST_CANNOT_RUN", "1")
+    _run(pytester, "-k", "not agree").assert_outcomes(skipped=1)
+    monkeypatch.delenv("HARNESS_TEST_CANNOT_RUN")
+    _run(pytester, "-k", "not agree").assert_outcomes(passed=1)
+    assert not _records(pytester, session)["minimal"]["run"]["reused"]
