@@ -290,11 +290,6 @@ def _stale_stats(stats: dict, partitions: list, where: str, notes: list) -> bool
     return stale
 
 
-# Spark's data source providers a statistics-only table replays as parquet (the same
-# sizes and layout; the scan prints another format)
-_REPLAYED_AS_PARQUET = ("orc", "hive")
-
-
 def _format_notes(meta, where: str) -> list:
     """A table stored in another format than parquet is replayed as a parquet table:
     said, never silent."""

@@ -40,34 +40,43 @@ def plan_shape(frame, names: dict) -> dict:
 
 
 def _estimates(frame, names: dict) -> list[dict]:
+    """Spark's estimates of both sides of every join (jvm_plans.join_estimates, the figures
+    JoinSelection compares), each side with the tables below it."""
+    figures = jvm_plans.join_estimates(frame, logical=False)
+    tables = _join_side_tables(frame, names)
+    return [{side: {"bytes": joined[side]["size_in_bytes"], "rows": joined[side]["row_count"],
+                    "tables": below[side]} for side in ("left", "right")}
+            for joined, below in zip(figures, tables)]
+
+
+def _join_side_tables(frame, names: dict) -> list[dict]:
+    """The scenario names of the tables below each side of every join of the optimized
+    plan, in join_estimates' order (pre-order), from one walk of the plan."""
     out = []
-    stack = [frame._jdf.queryExecution().optimizedPlan()]
-    while stack:
-        node = stack.pop()
+
+    def visit(node) -> set:
         children = [node.children().apply(i) for i in range(node.children().size())]
-        if node.getClass().getSimpleName() == "Join":
-            out.append({side: {"bytes": int(str(child.stats().sizeInBytes())),
-                               "rows": jvm_plans._row_count(child.stats()),
-                               "tables": sorted(_tables(child, names))}
-                        for side, child in zip(("left", "right"), children)})
-        stack.extend(reversed(children))
+        kind = node.getClass().getSimpleName()
+        if kind in SCAN_RELATIONS:
+            return _table_name(node.relation() if kind == "DataSourceV2ScanRelation" else node, names)
+        entry = {} if kind == "Join" else None
+        if entry is not None:
+            out.append(entry)
+        below = [visit(child) for child in children]
+        if entry is not None and len(below) == 2:
+            entry.update(left=sorted(below[0]), right=sorted(below[1]))
+        return set().union(*below)
+
+    visit(frame._jdf.queryExecution().optimizedPlan())
     return out
 
 
-def _tables(node, names: dict) -> set:
-    found, stack = set(), [node]
-    while stack:
-        node = stack.pop()
-        kind = node.getClass().getSimpleName()
-        if kind in SCAN_RELATIONS:
-            relation = node.relation() if kind == "DataSourceV2ScanRelation" else node
-            try:
-                found.add(names.get(relation_key(relation)[1].lower()) or relation_key(relation)[1])
-            except Exception:  # a relation that is no catalog table
-                pass
-            continue
-        stack.extend(node.children().apply(i) for i in range(node.children().size()))
-    return found
+def _table_name(relation, names: dict) -> set:
+    try:
+        table = relation_key(relation)[1]
+    except Exception:  # a relation that is no catalog table
+        return set()
+    return {names.get(table.lower()) or table}
 
 
 def differences(real: dict, replayed: dict) -> list[str]:
