@@ -26,7 +26,7 @@ from harness.report import version_report
 from harness.report.progress import GUESS_S
 from harness.scenario import workload
 from harness.scenario.model import expand, load_once, load_scenario, scenario_files
-from harness.scenario.tables import declares_format
+from harness.scenario.tables import declared_formats
 from harness.store import shards
 from harness.store.results_store import DEFAULT_FOLDER, RunStamp, StoreWarning
 from harness.store.reuse import open_reuse
@@ -142,8 +142,7 @@ def _run_options(config) -> RunOptions:
         master=config.getoption("spark_master"), remote=config.getoption("spark_remote"),
         spark_conf=_session_conf(config),
         plan_text=config.getoption("plan_text"), observe=config.getoption("observe"),
-        iceberg=_runs_scenarios(config) and declares_format(_scenario_paths(config), "iceberg"),
-        delta=_runs_scenarios(config) and declares_format(_scenario_paths(config), "delta"),
+        formats=declared_formats(_scenario_paths(config)) if _runs_scenarios(config) else (),
         optimising_jit=_bulk_selection(config))
 
 

@@ -20,7 +20,7 @@ from harness.capturing.relations import RELATION_KINDS, relation_key
 from harness.core.text import one_line, quoted_identifier
 from harness.observe import jvm_plans
 from harness.scenario.tables import is_iceberg, is_stats_only
-from harness.spark import iceberg
+from harness.spark.formats import iceberg
 from harness.spark.formats import format_of
 from harness.spark.query import checksum_frame
 

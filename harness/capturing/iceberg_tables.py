@@ -45,7 +45,7 @@ def _is_metadata_table(table) -> bool:
 
 def _iceberg_table(spark, relation) -> CapturedTable:
     """An Iceberg table as a statistics-only Iceberg table: its schema, its current
-    snapshot's row count and size, and its layout (harness.spark.iceberg replays it as
+    snapshot's row count and size, and its layout (harness.spark.formats.iceberg replays it as
     data files known to the metadata only)."""
     _, namespace, name = v2_identifier(relation)
     database = namespace[-1] if namespace else "default"

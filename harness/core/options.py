@@ -33,9 +33,9 @@ class RunOptions:
     # A selection of bulk nested loops (harness.scenario.workload) runs them under the
     # JVM's own tiered compilers: 400M pairs 8.6 s → 1.8 s (docs/speed.md).
     optimising_jit_flags = ""
-    # JVM packages: the Iceberg runtime is loaded only by runs with Iceberg scenarios.
-    iceberg: bool = False
-    delta: bool = False                                # Delta Lake's package, likewise
+    # The table formats the run's files declare: a format's JVM package (Iceberg's, Delta's:
+    # harness.spark.formats) is loaded only by a run that declares it.
+    formats: tuple = ()
     engine: str = ""                                   # a native engine (harness.spark.engines), "" for none
     jar_cache: str | None = None                       # where fetched jars are kept (default ~/.cache/spark-join-harness/jars)
     maven_repository: str = "https://repo1.maven.org/maven2"

@@ -141,10 +141,12 @@ class ConnectSession(Session):
 
     def cannot_run(self, case) -> str | None:
         from harness.scenario.tables import is_iceberg, is_stats_only, uses_iceberg
-        from harness.spark import iceberg
+        from harness.spark import formats
+        from harness.spark.formats import iceberg
         data = case.scenario.data
-        if uses_iceberg(data) and iceberg.runtime_for(self.versions["spark"]) is None:
-            return iceberg.not_available(self.versions["spark"])
+        unavailable = formats.cannot_run(data, self.versions["spark"])
+        if unavailable:
+            return unavailable
         if uses_iceberg(data) and not self._has_iceberg_catalog():
             return (f"{NOT_RUN}: the Spark Connect server {self.master} has no Iceberg catalog "
                     f"`{iceberg.CATALOG}` (make connect-test starts its server with one)")
@@ -157,7 +159,7 @@ class ConnectSession(Session):
         return None
 
     def _has_iceberg_catalog(self) -> bool:
-        from harness.spark import iceberg
+        from harness.spark.formats import iceberg
         if not hasattr(self, "_iceberg_catalog"):
             try:
                 self._iceberg_catalog = bool(self.spark.conf.get(f"spark.sql.catalog.{iceberg.CATALOG}", None))

@@ -42,8 +42,9 @@ from harness.deploy.cluster import (
 from harness.deploy.connect import NOT_OBSERVABLE
 from harness.core.text import bytes_text
 from harness.report.diff import UNSEEN
-from harness.scenario.tables import declares_iceberg
-from harness.spark import iceberg, jvm_packages
+from harness.scenario.tables import declares_format
+from harness.spark import jvm_packages
+from harness.spark.formats import iceberg
 from harness.spark.jvm_packages import Coordinate
 from harness.spark.session import NOTHING_MATCHES, ensure_java
 
@@ -102,17 +103,18 @@ def iceberg_catalog(workdir: Path, options: RunOptions | None = None) -> tuple[l
     installed Spark has an Iceberg runtime and it can be fetched (else none: those cases
     then say they cannot run through this server)."""
     import pyspark
-    coordinate = iceberg.runtime_for(pyspark.__version__)
-    if coordinate is None:
+    coordinates = iceberg.runtime_for(pyspark.__version__)
+    if coordinates is None:
         return [], {}
     options = options or RunOptions.from_env()
     try:
-        jar = jvm_packages.ensure_jar(coordinate, jvm_packages.cache_of(options), options.maven_repository)
+        jars = [jvm_packages.ensure_jar(c, jvm_packages.cache_of(options), options.maven_repository)
+                for c in coordinates]
     except jvm_packages.PackageUnavailable:
         return [], {}
-    confs = iceberg.session_confs(jar, workdir / "iceberg")
+    confs = iceberg.session_confs(jars, workdir)
     confs.pop("spark.jars")
-    return [jar], confs
+    return jars, confs
 
 
 class ConnectServer(LocalDaemons):
@@ -242,7 +244,7 @@ def main(report_dir: str = "reports", extra: list[str] | None = None) -> int:
 
     def run_through_connect(folder: str) -> int:
         # the Iceberg runtime only when the suite declares Iceberg tables, as for a local run
-        with ConnectServer(iceberg=declares_iceberg([ROOT / "scenarios"])) as server:
+        with ConnectServer(iceberg=declares_format([ROOT / "scenarios"], "iceberg")) as server:
             return run_suite(folder, [*extra, "--spark-remote", server.url])
 
     return against_local(report_dir, extra, "connect", run_through_connect, compare,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 
-from harness.spark import iceberg
+from harness.spark.formats import iceberg
 
 # What differs between two runs of one query however deterministic Spark is.
 RUN_IDENTITY = [

@@ -205,7 +205,7 @@ def iceberg_column_problems(table: dict, columns: dict, hint) -> list[tuple[tupl
     return problems
 
 
-# ---- a statistics-only Iceberg table's partitions (harness.spark.iceberg writes them as
+# ---- a statistics-only Iceberg table's partitions (harness.spark.formats.iceberg writes them as
 # files that exist in its metadata only)
 
 MAX_PARTITIONS = 10_000
@@ -329,32 +329,32 @@ def uses_delta(data: dict) -> bool:
     return any(is_delta(spec) for spec in (data.get("tables") or {}).values())
 
 
-def _declaration(word: str):
-    return re.compile(rb"format\s*:\s*[\"']?" + word.encode(), re.IGNORECASE)
+def declared_format_names(data: dict) -> set[str]:
+    """The table formats a loaded scenario declares (parquet where none is said)."""
+    return {spec.get("format", "parquet") for spec in (data.get("tables") or {}).values()}
 
 
-_DECLARES = {ICEBERG: _declaration(ICEBERG), DELTA: _declaration(DELTA)}
+_DECLARATION = re.compile(rb"format\s*:\s*[\"']?([A-Za-z0-9_]+)")
 
 
-def declares_format(paths, format_name: str) -> bool:
-    """Whether any scenario file under `paths` (files or folders) may declare a table of
-    that format: read before the session starts, which loads the format's JVM package only
-    for such a run. A mention that is no declaration costs only the package's start."""
+def declared_formats(paths) -> tuple[str, ...]:
+    """The table formats any scenario file under `paths` (files or folders) may declare:
+    read before the session starts, which loads a format's JVM package only for a run that
+    declares it. A mention that is no declaration costs only the package's start."""
     from pathlib import Path
-    pattern = _DECLARES[format_name]
+    found = set()
     for path in map(Path, paths):
         files = [path] if path.is_file() else [*path.rglob("*.yaml"), *path.rglob("*.yml")] if path.is_dir() else []
         for file in files:
             try:
-                if pattern.search(file.read_bytes()):
-                    return True
+                found.update(word.decode().lower() for word in _DECLARATION.findall(file.read_bytes()))
             except OSError:
                 continue
-    return False
+    return tuple(sorted(found))
 
 
-def declares_iceberg(paths) -> bool:
-    return declares_format(paths, ICEBERG)
+def declares_format(paths, format_name: str) -> bool:
+    return format_name in declared_formats(paths)
 
 
 # ---- sizes as a file writes them: a whole number of bytes, or `40 GiB`

@@ -397,7 +397,7 @@ def _catalog_table(spark, table: str, df, analyze: str | None, spec: dict):
             if not fmt.exists(spark, table):
                 raise
             return spark.table(table)
-        if analyze and fmt.analyzable:
+        if analyze and fmt.ANALYZABLE:
             spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS" + (" FOR ALL COLUMNS" if analyze == "columns" else ""))
     return spark.table(table)
 

@@ -1,7 +1,7 @@
 """JVM packages from a Maven repository: fetched once into a cache outside the checkout,
 checked against the SHA-1 the registry publishes, fetched again when damaged, and one
 line saying what to download and where to put it when that cannot be done. The Iceberg
-runtime (harness.spark.iceberg) and the Spark Connect server of 3.4 and 3.5
+runtime (harness.spark.formats.iceberg) and the Spark Connect server of 3.4 and 3.5
 (harness.deploy.connect_server) come from here.
 """
 from __future__ import annotations

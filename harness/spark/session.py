@@ -21,8 +21,7 @@ from pathlib import Path
 
 from harness.core.options import RunOptions
 from harness.core.vocab import PLAN_TEXT_LIMIT
-from harness.scenario.tables import uses_delta, uses_iceberg
-from harness.spark import class_data, delta, engines, iceberg, jvm_packages, stages
+from harness.spark import class_data, engines, formats, jvm_packages, stages
 from harness.spark.case_scope import CaseScope
 
 HINT_LOGGERS = ("org.apache.spark.sql.catalyst.analysis.HintErrorLogger",
@@ -151,8 +150,7 @@ class Session:
                    # Faker pools are plan literals: building full plan strings costs
                    # tens of ms per case; reports keep at most this much anyway.
                    .config("spark.sql.maxPlanStringLength", str(PLAN_TEXT_LIMIT)))
-        for key, value in {**_with_jars(self._iceberg_confs(options), self._delta_confs(options),
-                                        self._engine_confs(options)),
+        for key, value in {**_with_jars(*self._format_confs(options), self._engine_confs(options)),
                            **options.spark_conf}.items():
             builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
@@ -217,19 +215,12 @@ class Session:
         # cancellation would hold the cores for the rest of the run.
         _kill_jvm()
 
-    def _iceberg_confs(self, options: RunOptions) -> dict:
-        """The Iceberg runtime and catalog, for a run with Iceberg scenarios on a Spark that
-        has a runtime (`iceberg_runtime`); a runtime that cannot be fetched is said by
-        each case that needs it (`iceberg.problem`)."""
-        self.iceberg_runtime = None
-        coordinate = iceberg.runtime_for(_pyspark_version()) if options.iceberg else None
-        if coordinate is None:
-            return {}
-        jars, iceberg.problem = _fetched(options, [coordinate])
-        if not jars:
-            return {}
-        self.iceberg_runtime = coordinate.words()
-        return iceberg.session_confs(jars[0], self.workdir / "iceberg")
+    def _format_confs(self, options: RunOptions) -> list[dict]:
+        """The JVM packages of the table formats the run's files declare (harness.spark.formats),
+        on a Spark that has a release of each; a package that cannot be fetched is said by
+        each case that needs it (the format's `problem`)."""
+        return formats.session_confs(options.formats, _pyspark_version(), self.workdir,
+                                     lambda coordinates: _fetched(options, coordinates))
 
     def _engine_confs(self, options: RunOptions) -> dict:
         """The native engine's jar and configs (`engine_runtime`), on a Spark it publishes
@@ -245,25 +236,11 @@ class Session:
         self.engine_runtime = coordinate.words()
         return engines.named(options.engine).session_confs(jars[0])
 
-    def _delta_confs(self, options: RunOptions) -> dict:
-        """Delta Lake's package, extension and catalog, for a run with Delta scenarios on a
-        Spark that has a release; a package that cannot be fetched is said by each case
-        that needs it (`delta.problem`)."""
-        coordinates = delta.runtime_for(_pyspark_version()) if options.delta else None
-        if coordinates is None:
-            return {}
-        jars, delta.problem = _fetched(options, coordinates)
-        return delta.session_confs(jars) if jars else {}
-
     def cannot_run(self, case) -> str | None:
         """Why this deployment cannot run the case at all (None: it can)."""
         if self.engine and self.engine_runtime is None:
             return self.engine_problem or engines.not_available(self.engine, self.versions["spark"])
-        if uses_iceberg(case.scenario.data) and iceberg.runtime_for(self.versions["spark"]) is None:
-            return iceberg.not_available(self.versions["spark"])
-        if uses_delta(case.scenario.data) and delta.runtime_for(self.versions["spark"]) is None:
-            return delta.not_available(self.versions["spark"])
-        return None
+        return formats.cannot_run(case.scenario.data, self.versions["spark"])
 
     def run_action(self, action):
         """(what `action()` returned, the stages its jobs ran: harness.spark.stages)."""

@@ -1,6 +1,6 @@
 """Statistics-only tables: production sizes without the data.
 
-An empty parquet table is created in the worker's own catalog and the scenario's
+An empty catalog table (parquet, or the format's of harness.spark.formats) is created in the worker's own catalog and the scenario's
 statistics are injected into the session catalog as `CatalogStatistics` (size, row
 count, per-column distinct/null counts, min/max and lengths) — the way Spark's own
 plan-stability suites inject TPC-DS sf100 statistics into empty tables. Planning then
@@ -26,17 +26,17 @@ STAT_KEYS = {"distinct": "distinctCount", "nulls": "nullCount", "min": "min", "m
 STATS_FORMAT_VERSION = "2"
 
 
-def stats_only_table(spark, table_name: str, spec: dict):
+def stats_only_table(spark, table_name: str, spec: dict, source: str = "parquet"):
     """The empty catalog table carrying the spec's statistics (created once per worker:
     its name holds a fingerprint of the spec), with its declared bucket spec and
     partition columns, and its partitions: a production layout replayed without its data."""
     if not spark._jsparkSession.catalog().tableExists(table_name):
         if spec.get("bucket_by") or spec.get("partition_by"):
             # the writer's own bucketBy/sortBy/partitionBy over no rows: no DDL text either
-            with_layout(empty_frame(spark, spec).write.format("parquet"), spec).saveAsTable(table_name)
+            with_layout(empty_frame(spark, spec).write.format(source), spec).saveAsTable(table_name)
         else:
             # through the catalog API with a parsed schema: no DDL text is built from the file
-            spark.catalog.createTable(table_name, source="parquet", schema=struct_type(spec))
+            spark.catalog.createTable(table_name, source=source, schema=struct_type(spec))
         if spec.get("partition_values"):
             add_partitions(spark, table_name, spec)
         if spec["stats"]:

@@ -10,7 +10,7 @@ import pyspark
 import pytest
 import yaml
 
-from harness.spark import iceberg
+from harness.spark.formats import iceberg
 
 pytestmark = pytest.mark.skipif(iceberg.runtime_for(pyspark.__version__) is None,
                                 reason=iceberg.not_available(pyspark.__version__))
@@ -25,7 +25,7 @@ SCRIPT = textwrap.dedent("""
     from harness.spark.session import get_session
 
     out = Path(sys.argv[1])
-    session = get_session(RunOptions(iceberg=True))
+    session = get_session(RunOptions(formats=("iceberg",)))
     spark = session.spark
     spark.sql("CREATE TABLE harness_iceberg.prod.orders (order_id bigint, customer_id bigint, day date) "
               "USING iceberg PARTITIONED BY (bucket(4, customer_id), days(day)) "

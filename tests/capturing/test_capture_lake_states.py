@@ -18,7 +18,7 @@ import pyspark
 import pytest
 import yaml
 
-from harness.spark import delta, iceberg
+from harness.spark.formats import delta, iceberg
 
 CAPTURE = textwrap.dedent("""
     import json, os, sys
@@ -31,7 +31,7 @@ CAPTURE = textwrap.dedent("""
     from harness.spark.query import checksum_frame
     from harness.spark.session import get_session
     hive = {"spark.sql.catalogImplementation": "hive"} if fmt == "delta" else {}
-    spark = get_session(RunOptions(delta=fmt == "delta", iceberg=fmt == "iceberg", spark_conf=hive)).spark
+    spark = get_session(RunOptions(formats=(fmt,), spark_conf=hive)).spark
     spark.conf.set("spark.sql.adaptive.enabled", "false")
     jvm = spark._jvm
     if fmt == "delta":
@@ -143,7 +143,7 @@ REPLAY = textwrap.dedent("""
     from harness.core.options import RunOptions
     from harness.scenario.model import expand, load_scenario
     from harness.spark.session import get_session
-    session = get_session(RunOptions(delta=sys.argv[2] == "delta", iceberg=sys.argv[2] == "iceberg"))
+    session = get_session(RunOptions(formats=(sys.argv[2],)))
     shapes = {}
     for path in sorted(Path(sys.argv[1]).glob("*.yaml")):
         record = runner.run_case(expand(load_scenario(path))[0], session)

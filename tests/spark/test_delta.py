@@ -10,7 +10,7 @@ import yaml
 
 from harness.scenario.model import load_scenario
 from harness.scenario.tables import declares_format
-from harness.spark import delta
+from harness.spark.formats import delta
 from tests.conftest import MINIMAL
 from tests.scenario.test_scenario import error_of
 
@@ -110,10 +110,10 @@ def test_a_statistics_only_delta_table_is_sized_by_its_log():
     from harness.core.options import RunOptions
     from harness.spark import formats
     from harness.spark.session import get_session
-    spark = get_session(RunOptions.from_env(delta=True)).spark
+    spark = get_session(RunOptions.from_env(formats=("delta",))).spark
     if delta.runtime_for(spark.version) is None or not delta.loaded(spark):
         pytest.skip("this session has no Delta Lake (a Spark with a Delta release, started with a Delta scenario)")
-    formats.DELTA_FORMAT.write_stats_only(spark, "delta_replay",
+    formats.delta.write_stats_only(spark, "delta_replay",
                                           {**load_spec(STATS_DELTA), "properties": {"delta.appendOnly": True}})
     properties = {row[0]: row[1] for row in spark.sql("SHOW TBLPROPERTIES delta_replay").collect()}
     assert properties.get("delta.appendOnly") == "true"
@@ -142,7 +142,7 @@ def test_a_delta_table_round_trips_through_capture(tmp_path, name, assert_replay
     from harness.observe import jvm_plans
     from harness.spark.query import checksum_frame
     from harness.spark.session import get_session
-    session = get_session(RunOptions.from_env(delta=True))
+    session = get_session(RunOptions.from_env(formats=("delta",)))
     spark = session.spark
     if not delta.loaded(spark):
         pytest.skip("this session has no Delta Lake")

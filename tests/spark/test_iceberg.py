@@ -9,7 +9,8 @@ import zipfile
 import pytest
 
 from harness.scenario.tables import parse_transform
-from harness.spark import iceberg, jvm_packages
+from harness.spark import jvm_packages
+from harness.spark.formats import iceberg
 from tests.conftest import MINIMAL
 from tests.scenario.test_scenario import error_of
 from tests.test_plugin import make_suite
@@ -304,8 +305,8 @@ def test_a_download_that_does_not_match_its_checksum_is_refused(tmp_path, reposi
 
 
 def test_runtimes_are_listed_for_the_versions_with_one():
-    assert iceberg.runtime_for("3.5.9").artifact == "iceberg-spark-runtime-3.5_2.12"
-    assert iceberg.runtime_for("4.1.4").artifact.endswith("_2.13")
+    assert iceberg.runtime_for("3.5.9")[0].artifact == "iceberg-spark-runtime-3.5_2.12"
+    assert iceberg.runtime_for("4.1.4")[0].artifact.endswith("_2.13")
     assert iceberg.runtime_for("4.3.0") is None and iceberg.runtime_for("3.2.4") is None
     assert iceberg.not_available("4.3.0") == "not available on Spark 4.3 (no Iceberg runtime)"
 
@@ -362,9 +363,9 @@ def test_a_derived_iceberg_table_is_looked_up_once_per_worker(monkeypatch):
     from harness.spark import datagen
     datagen.forget_tables()
     spark, built = _RecordingSpark(), []
-    import dataclasses
-    from harness.spark import formats
-    there = dataclasses.replace(formats.ICEBERG_FORMAT, exists=lambda spark_, table: True)
+    from types import SimpleNamespace
+    from harness.spark.formats import iceberg as iceberg_format
+    there = SimpleNamespace(**{**vars(iceberg_format), "exists": lambda spark_, table: True})
     monkeypatch.setattr(datagen, "format_of", lambda spec: there)
     specs = {"a": {"rows": 1, "columns": {"k": {"sequence": {}}}}, "b": {"sql": "SELECT k FROM a", "format": "iceberg"},
              "c": {"rows": 2, "columns": {"k": {"sequence": {}}}}}

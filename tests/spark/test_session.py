@@ -54,18 +54,17 @@ def test_a_jar_that_cannot_be_had_is_said_by_the_cases_that_need_it(tmp_path, mo
     serves nothing each leaves its session without them and keeps why."""
     from types import SimpleNamespace
 
-    from harness.spark import delta, iceberg
+    from harness.spark.formats import delta, iceberg
     from harness.spark import session as session_module
     monkeypatch.setattr(session_module, "_pyspark_version", lambda: "3.5.9")
     monkeypatch.setattr(iceberg, "problem", None)
     monkeypatch.setattr(delta, "problem", None)
-    options = RunOptions(iceberg=True, delta=True, engine="comet", jar_cache=str(tmp_path / "jars"),
+    options = RunOptions(formats=("delta", "iceberg", "parquet"), engine="comet", jar_cache=str(tmp_path / "jars"),
                          maven_repository=(tmp_path / "empty").as_uri())
     stand_in = SimpleNamespace(workdir=tmp_path)
     Session = session_module.Session
-    assert Session._iceberg_confs(stand_in, options) == {} and stand_in.iceberg_runtime is None
-    assert "iceberg-spark-runtime-3.5_2.12" in iceberg.problem
-    assert Session._delta_confs(stand_in, options) == {} and "delta-spark_2.12" in delta.problem
+    assert Session._format_confs(stand_in, options) == []
+    assert "iceberg-spark-runtime-3.5_2.12" in iceberg.problem and "delta-spark_2.12" in delta.problem
     assert Session._engine_confs(stand_in, options) == {} and stand_in.engine_runtime is None
     assert stand_in.engine_problem.startswith("not available: ") and "comet-spark-spark3.5_2.12" in \
         stand_in.engine_problem

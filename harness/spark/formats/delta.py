@@ -14,9 +14,11 @@ from pathlib import Path
 
 from harness.core.text import quoted_identifier
 from harness.scenario.tables import literal_schema, partition_directory, partition_text
+from harness.spark.formats.base import FormatUnavailable, current_database_folder, session_table_exists, spark_minor
 from harness.spark.jvm_packages import Coordinate
 
-DELTA = "delta"
+DELTA = NAME = "delta"
+ANALYZABLE = False  # sized from its log
 EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 CATALOG_CLASS = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
@@ -46,10 +48,6 @@ RUNTIMES = {
 problem: str | None = None
 
 
-def spark_minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])
-
-
 def runtime_for(spark_version: str) -> tuple[Coordinate, ...] | None:
     return RUNTIMES.get(spark_minor(spark_version))
 
@@ -58,10 +56,20 @@ def not_available(spark_version: str) -> str:
     return f"not available on Spark {spark_minor(spark_version)} (no Delta Lake release)"
 
 
-def session_confs(jars: list[Path]) -> dict:
+def session_confs(jars: list[Path], workdir: Path = None) -> dict:
     """What a session needs to read and write Delta tables in its session catalog."""
     return {"spark.jars": ",".join(map(str, jars)), "spark.sql.extensions": EXTENSION,
             "spark.sql.catalog.spark_catalog": CATALOG_CLASS}
+
+
+exists = session_table_exists
+
+
+def identifier(spark, name: str) -> str:
+    if not loaded(spark):
+        raise FormatUnavailable(problem or "this worker's session started without Delta Lake (no file of the "
+                                "run was seen to declare `format: delta` when it started)")
+    return name
 
 
 def loaded(spark) -> bool:
@@ -71,7 +79,7 @@ def loaded(spark) -> bool:
         return False
 
 
-def write_table(spark, name: str, df, spec: dict) -> None:
+def write(spark, name: str, df, spec: dict) -> None:
     """The rows of `df` as a Delta table of the session catalog, partitioned by the spec's
     columns."""
     writer = df.write.format(DELTA)
@@ -125,10 +133,11 @@ def log_actions(spec: dict, table_id: str) -> list[dict]:
     return actions
 
 
-def write_stats_only_table(spark, name: str, spec: dict, root: Path) -> None:
-    """A statistics-only Delta table: its log under `root` (the worker's scratch folder),
-    registered in the session catalog at that location."""
-    location = root / name
+def write_stats_only(spark, name: str, spec: dict) -> None:
+    """A statistics-only Delta table: its log beside the current database's folder (the
+    worker's warehouse, in its scratch folder, or the scratch database of capture's
+    self-check), registered in the session catalog at that location."""
+    location = current_database_folder(spark).parent / DELTA / name
     log = location / "_delta_log"
     log.mkdir(parents=True, exist_ok=True)
     commit = log / "00000000000000000000.json"

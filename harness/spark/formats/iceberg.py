@@ -21,7 +21,9 @@ from harness.scenario.tables import (
     partition_text,
     sort_order,
 )
+from harness.spark.formats.base import FormatUnavailable, spark_minor, v2_table_exists
 from harness.spark.jvm_packages import Coordinate
+from harness.spark.stats_only import struct_type
 
 CATALOG = "harness_iceberg"
 NAMESPACE = "scenario"
@@ -50,24 +52,39 @@ RUNTIMES = {
 problem: str | None = None
 
 
-def spark_minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])
+NAME = "iceberg"
+ANALYZABLE = False  # ANALYZE TABLE is the session catalog's; Iceberg keeps its own statistics
+exists = v2_table_exists
 
 
-def runtime_for(spark_version: str) -> Coordinate | None:
-    return RUNTIMES.get(spark_minor(spark_version))
+def runtime_for(spark_version: str) -> tuple[Coordinate, ...] | None:
+    runtime = RUNTIMES.get(spark_minor(spark_version))
+    return (runtime,) if runtime else None
 
 
 def not_available(spark_version: str) -> str:
     return f"not available on Spark {spark_minor(spark_version)} (no Iceberg runtime)"
 
 
-def session_confs(jar: Path, warehouse: Path) -> dict:
-    """What a session needs to read and write the worker's Iceberg tables."""
-    return {"spark.jars": str(jar),
+def session_confs(jars: list[Path], workdir: Path) -> dict:
+    """What a session needs to read and write the worker's Iceberg tables (its warehouse in
+    the worker's scratch folder)."""
+    warehouse = workdir / "iceberg"
+    return {"spark.jars": ",".join(map(str, jars)),
             f"spark.sql.catalog.{CATALOG}": CATALOG_CLASS,
             f"spark.sql.catalog.{CATALOG}.type": "hadoop",
             f"spark.sql.catalog.{CATALOG}.warehouse": str(warehouse)}
+
+
+def identifier(spark, name: str) -> str:
+    try:
+        ready = spark.conf.get(f"spark.sql.catalog.{CATALOG}", None)
+    except Exception:
+        ready = None
+    if not ready:
+        raise FormatUnavailable(problem or "this worker's session started without the Iceberg runtime (no "
+                                "file of the run was seen to declare `format: iceberg` when it started)")
+    return table_name(name)
 
 
 def table_name(catalog_name: str) -> str:
@@ -103,7 +120,7 @@ def _type_text(field) -> str:
     return text
 
 
-def write_table(spark, name: str, df, spec: dict) -> None:
+def write(spark, name: str, df, spec: dict) -> None:
     """The table `name` (catalog, namespace, table) created with the spec's partition
     transforms, sort order and properties, and the rows of `df` appended: each partition
     in `files_per_partition` data files (rows spread over that many tasks, each writing
@@ -155,7 +172,7 @@ def _properties(spec: dict) -> dict:
 PHANTOM_FILE_BYTES_LIMIT = 512 * 1024 * 1024
 
 
-def write_stats_only_table(spark, name: str, schema, spec: dict) -> None:
+def write_stats_only(spark, name: str, spec: dict) -> None:
     """A statistics-only Iceberg table: created with the spec's partition transforms, sort
     order and properties, and one data file per partition committed to its metadata with
     that partition's values and row count, and no bytes on disk. Spark then plans over it
@@ -164,7 +181,7 @@ def write_stats_only_table(spark, name: str, schema, spec: dict) -> None:
     (`earlier_specs`) is made as its history made it: created with the oldest spec, each
     spec's partitions appended under it, then the spec evolved to the next."""
     specs = [*(spec.get("earlier_specs") or []), spec.get("partition_by") or []]
-    _create(spark, name, schema, {**spec, "partition_by": specs[0]}, _properties(spec))
+    _create(spark, name, struct_type(spec), {**spec, "partition_by": specs[0]}, _properties(spec))
     try:
         order = sort_order(spec)
         if order:
