@@ -22,6 +22,7 @@ from harness.capturing.relations import (
 )
 from harness.core.text import one_line
 from harness.scenario.tables import CATALOG_PARTITION_TYPES, MAX_PARTITIONS, stats_bound_kind
+from harness.spark.formats import catalog_format
 
 
 STAT_PROPERTIES = (("distinct", "distinctCount"), ("nulls", "nullCount"), ("avg_len", "avgLen"),
@@ -117,7 +118,7 @@ def _table(spark, meta, relation) -> CapturedTable:
         return _delta_table(spark, meta, relation)
     schema = {f.name(): scenario_type(database, table, f) for f in struct_fields(meta.schema())}
     stats = meta.stats()
-    notes = _format_notes(meta, f"{database}.{table}")
+    stored_as, notes = _stored_as(meta, f"{database}.{table}")
     columns = seq_names(meta.partitionColumnNames())
     if columns:
         partitions = catalog_partitions(spark, meta, schema, columns, notes)
@@ -128,14 +129,16 @@ def _table(spark, meta, relation) -> CapturedTable:
             layout = {"partition_by": columns, "partition_values": kept,
                       **({"partitions_omitted": omitted} if omitted else {}),
                       **({"stale_stats": True} if stale else {})}
-            return CapturedTable(database, table, schema, table_stats, _bucket_by(meta), notes=notes,
+            return CapturedTable(database, table, schema, table_stats, _bucket_by(meta), notes=notes, format=stored_as,
                                  partitions=layout)
     if stats.isEmpty():
         size = int(relation.stats().sizeInBytes())
         notes.append(f"{database}.{table} has no catalog statistics: size_bytes is Spark's estimate from its "
                      "files; ANALYZE TABLE it (or capture --analyze) for row counts and column statistics")
-        return CapturedTable(database, table, schema, {"size_bytes": size}, _bucket_by(meta), notes=notes)
-    return CapturedTable(database, table, schema, _stats(spark, stats.get(), schema), _bucket_by(meta), notes=notes)
+        return CapturedTable(database, table, schema, {"size_bytes": size}, _bucket_by(meta), notes=notes,
+                             format=stored_as)
+    return CapturedTable(database, table, schema, _stats(spark, stats.get(), schema), _bucket_by(meta), notes=notes,
+                         format=stored_as)
 
 
 def catalog_partitions(spark, meta, schema: dict, columns: list[str], notes: list) -> list | None:
@@ -290,17 +293,19 @@ def _stale_stats(stats: dict, partitions: list, where: str, notes: list) -> bool
     return stale
 
 
-def _format_notes(meta, where: str) -> list:
-    """A table stored in another format than parquet is replayed as a parquet table:
-    said, never silent."""
+def _stored_as(meta, where: str) -> tuple[str | None, list]:
+    """(the table's format where it is not parquet and the harness has it, notes): a table
+    stored in a format the harness cannot write is replayed as a parquet table, said."""
     provider = "" if meta.provider().isEmpty() else str(meta.provider().get()).lower()
     serde = _safe_text(lambda: meta.storage().serde().get()).lower()
-    stored = "orc" if provider == "orc" or "orc" in serde else \
-        "parquet" if provider == "parquet" or "parquet" in serde else provider
-    if stored in ("parquet", ""):
-        return []
-    return [f"{where} is stored as {stored.upper() if stored == 'orc' else stored}: replayed as a statistics-only "
-            "parquet table of the same sizes and layout (its scans print Parquet)"]
+    fmt = catalog_format(provider, serde)
+    if fmt is not None:
+        return (None if fmt.NAME == "parquet" else fmt.NAME), []
+    if provider in ("", "hive") and not serde:
+        return None, []
+    stored = serde.rsplit(".", 1)[-1] if provider == "hive" else provider
+    return None, [f"{where} is stored as {stored}: replayed as a statistics-only parquet table of the same sizes "
+                  "and layout (its scans print Parquet)"]
 
 
 def _safe_text(fn) -> str:

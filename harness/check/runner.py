@@ -27,7 +27,8 @@ from harness.observe import jvm_plans, model, printed_plans
 from harness.scenario import confs
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import Case
-from harness.scenario.tables import is_derived, is_stats_only, uses_iceberg, written_derived
+from harness.scenario.formats import written_derived
+from harness.scenario.tables import is_derived, is_stats_only, uses_iceberg
 from harness.spark import datagen, derived, engines, executions, sql_guard, streaming
 from harness.spark.errors import describe_error
 from harness.spark.query import build_query, checksum_frame, checksum_text

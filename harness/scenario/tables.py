@@ -318,12 +318,6 @@ def is_delta(table: dict) -> bool:
     return table.get("format") == DELTA
 
 
-def written_derived(table: dict) -> bool:
-    """A derived table whose rows are written once per worker as a catalog table of its
-    format (Iceberg or Delta), not kept as a DataFrame."""
-    return is_iceberg(table) or is_delta(table)
-
-
 def uses_delta(data: dict) -> bool:
     """The scenario reads a Delta table (its cases need Delta Lake's package)."""
     return any(is_delta(spec) for spec in (data.get("tables") or {}).values())

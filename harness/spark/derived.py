@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from harness.core.vocab import JOIN_TYPES
 from harness.scenario import confs
+from harness.scenario.formats import written_derived
 from harness.scenario.model import Case, Scenario
 from harness.scenario.tables import (
     as_hint_list,
     derived_inputs,
     hint_name,
     is_derived,
-    written_derived,
 )
 from harness.spark import datagen
 from harness.spark.query import build_query

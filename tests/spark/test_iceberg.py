@@ -95,7 +95,7 @@ def test_a_derived_table_may_be_written_as_an_iceberg_table(write_scenario):
                                                    "    sort_by: [n]\n")))
     assert "tables.b.partition_by[0]: unknown transform 'zorder'" in error_of(
         write_scenario, DERIVED_B.replace("    format: iceberg\n", "    format: iceberg\n    partition_by: ['zorder(k)']\n"))
-    assert "tables.b.partition_by: a derived table is partitioned only as an Iceberg or Delta table: add `format: iceberg` or `format: delta`" \
+    assert "tables.b.partition_by: a derived table is laid out only as a table of a format that writes it" \
         in error_of(write_scenario, DERIVED_B.replace("    format: iceberg\n", "    partition_by: [k]\n"))
     assert "tables.b.properties.location: table property 'location' may not be set" in error_of(
         write_scenario, DERIVED_B.replace("    format: iceberg\n", "    format: iceberg\n    properties: {location: /x}\n"))

@@ -3,7 +3,7 @@ own rules (harness.scenario.formats: parquet, Delta, Iceberg)."""
 from __future__ import annotations
 
 from harness.scenario.errors import Where
-from harness.scenario.formats import iceberg, parquet, rules_of
+from harness.scenario.formats import check_known, iceberg, parquet, rules_of
 from harness.scenario.tables import is_delta, is_iceberg, is_stats_only
 
 
@@ -11,6 +11,7 @@ def check_layouts(at: Where, data: dict) -> None:
     """Each table's layout, by its format's rules."""
     for name, table in data["tables"].items():
         where = ("tables", name)
+        check_known(at, where, table)
         _check_partition_values_owner(at, where, table)
         rules = rules_of(table)
         if rules is parquet and any(key in table for key in iceberg.ONLY):

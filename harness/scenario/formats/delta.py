@@ -11,6 +11,8 @@ from harness.scenario.tables import DELTA_PROPERTIES, is_derived, is_stats_only
 
 
 NAME = "delta"
+# a derived table of this format is written once per worker as a catalog table
+WRITES_DERIVED = True
 PROPERTIES = DELTA_PROPERTIES
 
 

@@ -24,6 +24,8 @@ from harness.scenario.tables import (
 
 
 NAME = "iceberg"
+# a derived table of this format is written once per worker as a catalog table
+WRITES_DERIVED = True
 PROPERTIES = ICEBERG_PROPERTIES
 # what only an Iceberg table declares
 ONLY = ("sort_by", "files_per_partition", "properties")

@@ -17,11 +17,18 @@ from harness.scenario.tables import (
 
 
 NAME = "parquet"
+# a derived table of this format is written once per worker as a catalog table
+WRITES_DERIVED = False
 
 
 def check(at: Where, where: tuple, name: str, table: dict, data: dict) -> None:
     """`bucket_by` and `partition_by` name columns of their table, on a catalog table; a
     statistics-only table's partitions listed, fitting and adding up."""
+    if is_derived(table) and ("bucket_by" in table or "partition_by" in table):
+        key = "partition_by" if "partition_by" in table else "bucket_by"
+        raise at.error(where + (key,), "a derived table is laid out only as a table of a format that "
+                       "writes it (e.g. `format: iceberg` or `format: delta`): its rows are then written once "
+                       "per worker with that layout")
     check_catalog_layout(at, where, name, table, data)
 
 
@@ -30,10 +37,6 @@ def check_catalog_layout(at: Where, where: tuple, name: str, table: dict, data: 
     layout = {key: table[key] for key in ("bucket_by", "partition_by") if key in table}
     if not layout:
         return
-    if is_derived(table):
-        raise at.error(where + ("partition_by",), "a derived table is partitioned only as an Iceberg or Delta "
-                       "table: add `format: iceberg` or `format: delta` (its rows are then written once per "
-                       "worker with that layout)")
     if table.get("materialize") != "catalog" and not is_stats_only(table):
         raise at.error(where + (next(iter(layout)),), "a bucketed or partitioned layout needs `materialize: "
                        "catalog` or a statistics-only table (a table in the catalog)")
