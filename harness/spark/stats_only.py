@@ -26,17 +26,18 @@ STAT_KEYS = {"distinct": "distinctCount", "nulls": "nullCount", "min": "min", "m
 STATS_FORMAT_VERSION = "2"
 
 
-def stats_only_table(spark, table_name: str, spec: dict, source: str = "parquet"):
+def stats_only_table(spark, table_name: str, spec: dict, source: str = "parquet", options: dict | None = None):
     """The empty catalog table carrying the spec's statistics (created once per worker:
     its name holds a fingerprint of the spec), with its declared bucket spec and
     partition columns, and its partitions: a production layout replayed without its data."""
     if not spark._jsparkSession.catalog().tableExists(table_name):
         if spec.get("bucket_by") or spec.get("partition_by"):
             # the writer's own bucketBy/sortBy/partitionBy over no rows: no DDL text either
-            with_layout(empty_frame(spark, spec).write.format(source), spec).saveAsTable(table_name)
+            writer = empty_frame(spark, spec).write.format(source).options(**(options or {}))
+            with_layout(writer, spec).saveAsTable(table_name)
         else:
             # through the catalog API with a parsed schema: no DDL text is built from the file
-            spark.catalog.createTable(table_name, source=source, schema=struct_type(spec))
+            spark.catalog.createTable(table_name, source=source, schema=struct_type(spec), **(options or {}))
         if spec.get("partition_values"):
             add_partitions(spark, table_name, spec)
         if spec["stats"]:
