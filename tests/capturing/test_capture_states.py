@@ -113,7 +113,7 @@ def test_a_table_in_a_production_state_replays_spark_s_own_estimates(session, st
     if fact == "ev_empty":
         assert [p["size_bytes"] for p in table["partition_values"] if p["values"] == [9]] == [0]
     if fact == "ev_orc":
-        assert "is stored as ORC: replayed as a statistics-only parquet table" in written
+        assert table["format"] == "orc" and "replayed as a statistics-only parquet table" not in written
     assert_replays(path, direct, direct_estimates)
 
 
@@ -176,6 +176,11 @@ spark.range(20000).selectExpr("id % 500 AS customer", "CAST(id % 4 AS INT) AS da
 spark.range(500).selectExpr("id AS customer", "concat('c', id) AS name").write.saveAsTable("shop.customers")
 path = capture("SELECT * FROM shop.orders o JOIN shop.customers c ON o.customer = c.customer WHERE o.day = 1",
                os.path.join(sys.argv[1], "q.yaml"), spark=spark)
+spark.sql("CREATE TABLE shop.visits (customer BIGINT, pages INT) PARTITIONED BY (day INT) STORED AS ORC")
+spark.sql("INSERT INTO shop.visits PARTITION (day = 1) SELECT id % 500, CAST(id % 7 AS INT) FROM range(5000)")
+spark.sql("INSERT INTO shop.visits PARTITION (day = 2) SELECT id % 500, CAST(id % 7 AS INT) FROM range(9000)")
+capture("SELECT * FROM shop.visits v JOIN shop.customers c ON v.customer = c.customer WHERE v.day = 2",
+        os.path.join(sys.argv[1], "hive_orc.yaml"), spark=spark)
 print("DATABASES", sorted(r[0] for r in spark.sql("SHOW DATABASES").collect()))
 """
 
@@ -191,6 +196,9 @@ def test_the_self_check_plans_in_a_hive_metastore_and_leaves_it_as_it_was(tmp_pa
     assert "DATABASES ['default', 'shop']" in done.stdout
     written = (tmp_path / "q.yaml").read_text()
     assert written.startswith("# Captured from query") and "WARNING" not in written, written[:1000]
+    hive_orc = (tmp_path / "hive_orc.yaml").read_text()  # a Hive table STORED AS ORC: replayed as an ORC table
+    assert "WARNING" not in hive_orc and "replayed as a statistics-only parquet" not in hive_orc, hive_orc[:1000]
+    assert yaml.safe_load(hive_orc)["tables"]["visits"]["format"] == "orc"
 
 
 def test_a_capture_without_its_self_check_says_so(session, states, tmp_path, monkeypatch):

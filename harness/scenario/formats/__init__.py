@@ -10,9 +10,9 @@ from __future__ import annotations
 from types import ModuleType
 
 from harness.scenario.errors import Where, did_you_mean
-from harness.scenario.formats import delta, iceberg, parquet
+from harness.scenario.formats import delta, iceberg, orc, parquet
 
-FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (parquet, iceberg, delta)}
+FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (parquet, orc, iceberg, delta)}
 
 
 def rules_of(table: dict) -> ModuleType:

@@ -20,10 +20,10 @@ from __future__ import annotations
 from types import ModuleType
 
 from harness.scenario.tables import declared_format_names
-from harness.spark.formats import delta, iceberg, parquet
+from harness.spark.formats import delta, iceberg, orc, parquet
 from harness.spark.formats.base import FormatUnavailable
 
-FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (parquet, iceberg, delta)}
+FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (parquet, orc, iceberg, delta)}
 
 __all__ = ["FORMATS", "FormatUnavailable", "format_of"]
 
