@@ -8,7 +8,9 @@ run it again when a version is added to the matrix.
 
 `--engine comet` measures a native engine's own configs the same way, with each one's
 kind (boolean, number, string) from its converter, per engine version: the engine
-module's KEYS_FILE (harness/spark/comet_conf_keys.json)."""
+module's KEYS_FILE (harness/spark/engines/comet_conf_keys.json); and the metric keys its
+operators declare, read from the operators of the engine's probe joins: its
+METRICS_FILE (harness/spark/engines/comet_metrics.json)."""
 from __future__ import annotations
 
 import json
@@ -72,7 +74,7 @@ def main(versions: list[str], log=print) -> int:
     return 0
 
 
-ENGINE_DUMP = ("import json, sys\n"
+ENGINE_DUMP = ("import json, sys, tempfile\n"
                "from pathlib import Path\n"
                "from pyspark.sql import SparkSession\n"
                "from harness.spark import engines\n"
@@ -81,16 +83,31 @@ ENGINE_DUMP = ("import json, sys\n"
                "for key, value in engines.named(sys.argv[1]).session_confs(Path(sys.argv[2])).items():\n"
                "    builder = builder.config(key, value)\n"
                "spark = builder.getOrCreate()\n"
-               "print('KEYS ' + json.dumps([engines.named(sys.argv[1]).version_of(spark), engine_kinds(spark)]))\n"
+               "engine = engines.named(sys.argv[1])\n"
+               "metrics = engine.probe_metrics(spark, tempfile.mkdtemp())\n"
+               "print('KEYS ' + json.dumps([engine.version_of(spark), engine_kinds(spark), metrics]))\n"
                "spark.stop()\n")
 
 
-def engine_keys_of(name: str, spark: str, python: Path, jar: Path) -> tuple[str, dict[str, str]]:
-    """(the engine's version, key → kind) as a session of `spark` with the engine reads them."""
-    version, kinds = _dump(spark, python, ENGINE_DUMP, name, str(jar))
-    if not version or not kinds:
+def engine_keys_of(name: str, spark: str, python: Path, jar: Path) -> tuple[str, dict[str, str], dict]:
+    """(the engine's version, key → kind, operator → {metric key: UI name}) as a session of
+    `spark` with the engine reads them."""
+    version, kinds, metrics = _dump(spark, python, ENGINE_DUMP, name, str(jar))
+    if not version or not kinds or not metrics:
         raise RuntimeError(f"{name} on Spark {spark}: the engine did not load")
-    return version, kinds
+    return version, kinds, metrics
+
+
+def engine_metrics_document(name: str, by_version: dict[str, dict]) -> str:
+    """One operator per line, so a new engine version reads as a small diff."""
+    blocks = []
+    for version in sorted(by_version):
+        lines = [f"    {json.dumps(op)}: {json.dumps(dict(sorted(keys.items())))}"
+                 for op, keys in sorted(by_version[version].items())]
+        blocks.append(f"  {json.dumps(version)}: {{\n" + ",\n".join(lines) + "\n  }")
+    return ("{\n" f'"about": "metric keys (and the names the Spark UI shows) of each {name} version\'s operators, '
+            f'read from its probe joins (python -m harness conf-keys --engine {name})",\n"versions": {{\n'
+            + ",\n".join(blocks) + "\n}}\n")
 
 
 def engine_keys_document(name: str, measured: dict[str, dict]) -> str:
@@ -105,6 +122,7 @@ def engine_main(name: str, log=print) -> int:
     from harness.spark.jvm_packages import default_cache, ensure_jar
     engine = engines.named(name)
     measured: dict[str, dict] = {}
+    metrics: dict[str, dict] = {}
     for minor, coordinate in sorted(engine.RUNTIMES.items()):
         spark = max((v for v in matrix.DEFAULT_VERSIONS if engines.spark_minor(v) == minor),
                     key=lambda v: tuple(int(p) for p in v.split(".")), default=None)
@@ -114,8 +132,8 @@ def engine_main(name: str, log=print) -> int:
         python = matrix.ensure_env(spark, log)
         if python is None:
             return 1
-        version, kinds = engine_keys_of(name, spark, python, ensure_jar(coordinate, default_cache()))
-        log(f"{name} {version} on Spark {spark}: {len(kinds)} configs")
+        version, kinds, metrics[version] = engine_keys_of(name, spark, python, ensure_jar(coordinate, default_cache()))
+        log(f"{name} {version} on Spark {spark}: {len(kinds)} configs, {len(metrics[version])} operators' metrics")
         for key, kind in kinds.items():
             entry = measured.setdefault(key, {"kind": kind, "versions": []})
             if entry["kind"] != kind:
@@ -123,5 +141,7 @@ def engine_main(name: str, log=print) -> int:
                 entry["kind"] = "string"
             entry["versions"].append(version)
     atomic_write_text(engine.KEYS_FILE, engine_keys_document(name, measured))
-    log(f"{len(measured)} configs written to {engine.KEYS_FILE}")
+    atomic_write_text(engine.METRICS_FILE, engine_metrics_document(name, metrics))
+    log(f"{len(measured)} configs written to {engine.KEYS_FILE}, the metrics of {len(metrics)} versions to "
+        f"{engine.METRICS_FILE}")
     return 0

@@ -11,7 +11,11 @@ shuffled hash join's build), AQE's coalesced partitions and skew splits. These a
 deterministic for a given plan and data. Timings (build, broadcast, sort, shuffle write)
 and the compressed bytes a shuffle wrote (which depend on the order rows reach it) are
 kept apart: shown, never compared. A metric this Spark version does not report is
-None and named in `not_reported`, never 0.
+None and named in `not_reported`, never 0. A native engine's operators are read through
+their engine's names for the same figures (harness.spark.engines: Comet's "Number of rows
+produced", "Memory used by build-side", "Total spilled bytes"); a figure the engine does
+not report is "not reported by <engine> <version>", and its operators that keep no
+memory figure (Comet's sorts) add none to the peak.
 """
 from __future__ import annotations
 
@@ -123,7 +127,9 @@ class _Reading:
 
     def value(self, field: str, kind: str, found: dict, key: str) -> int | None:
         if key not in found:
-            self.not_reported[field] = f"{kind} reports no `{key}` on this Spark version"
+            engine = getattr(found, "engine", "")  # a native engine's operator (harness.spark.engines)
+            self.not_reported[field] = f"not reported by {engine}" if engine else \
+                f"{kind} reports no `{key}` on this Spark version"
             return None
         if found[key]["value"] is None:
             self.not_reported[field] = f"{kind}'s `{key}` was set by no task"
@@ -218,9 +224,13 @@ def of(plan, walk: Walk, stages=None) -> dict | None:
         if stage_kind in STAGE_OPERATORS:
             found = walk.metrics(operator)
             reading.time(stage_kind, found)
+            if getattr(found, "engine", "") and "peakMemory" not in found:
+                continue  # an engine's operator that keeps no memory figure (Comet's sorts)
             peak.append(reading.value("peak_memory", stage_kind, found, "peakMemory"))
     if kind == "ShuffledHashJoin":
         peak.append(reading.value("peak_memory", kind, joined, "buildDataSize"))
+    elif "peakMemory" in joined:  # an engine's sort-merge join: the memory of its buffered side
+        peak.append(joined["peakMemory"]["value"])
     out["spill_bytes"] = _sum(spill)
     out["peak_memory"] = _sum(peak)
     out["output_rows"] = reading.value("output_rows", kind, joined, "numOutputRows")

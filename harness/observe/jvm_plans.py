@@ -104,15 +104,20 @@ def _join_node(node, kind: str) -> JoinNode:
     )
 
 
+# Where the join's own stage ends below it: what lies under an exchange ran in another stage.
+STAGE_BOUNDARIES = ("Exchange", "BroadcastExchange", "ReusedExchange")
+
+
 def _fallback_below(join, kind: str) -> list[str]:
-    """The engine's reasons for leaving the join to Spark, and for the operators below it
-    down to the next join (an exchange left to Spark because its input was: a scan, an
-    expression): "Operator: reason", in plan order. A join below has its own."""
+    """The engine's reasons for leaving the join to Spark, and for the operators of the
+    join's own stage below it (a scan, an expression, the exchanges that feed it): "Operator:
+    reason", in plan order. Nothing below an exchange (another stage: a Comet shuffle may
+    carry rows Spark produced) nor below another join (it has its own)."""
     found, stack = [], [(join, kind)]
     while stack:
         node, node_kind = stack.pop()
         found += [f"{_raw_kind(node)}: {reason}" for reason in engines.fallback_reasons(node)]
-        if node is join or node_kind not in JOIN_OPERATORS:
+        if node is join or (node_kind not in JOIN_OPERATORS and node_kind not in STAGE_BOUNDARIES):
             stack.extend((child, _kind(child)) for child in reversed(_children(node, node_kind)))
     return list(dict.fromkeys(found))
 
@@ -265,7 +270,12 @@ def runtime_sides(final_plan) -> dict | None:
 
 
 # How harness.observe.cost reads a JVM plan: this module's walk, the operators' own metrics.
-COST_WALK = costs.Walk(_kind, _children, costs.metrics, costs.map_rdd)
+def _cost_metrics(node) -> dict:
+    """An operator's metrics under Spark's keys (a native engine's operator's translated)."""
+    return engines.spark_metrics(_raw_kind(node), costs.metrics(node), node)
+
+
+COST_WALK = costs.Walk(_kind, _children, _cost_metrics, costs.map_rdd)
 
 
 def cost(final_plan, stages=None) -> dict | None:

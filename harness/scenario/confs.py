@@ -38,7 +38,7 @@ VETTED_STRINGS: dict[str, object] = {
     "spark.sql.streaming.multipleWatermarkPolicy": ("MIN", "MAX"),
     "spark.sql.parquet.outputTimestampType": ("INT96", "TIMESTAMP_MICROS", "TIMESTAMP_MILLIS"),
     "spark.sql.sources.partitionOverwriteMode": ("STATIC", "DYNAMIC"),
-    # Comet's (harness.spark.comet): its shuffle (1.x, 0.x) and its parquet scan (0.x)
+    # Comet's (harness.spark.engines.comet): its shuffle (1.x, 0.x) and its parquet scan (0.x)
     "spark.comet.shuffle.mode": ("AUTO", "NATIVE", "JVM"),
     "spark.comet.exec.shuffle.mode": ("AUTO", "NATIVE", "JVM"),
     "spark.comet.scan.impl": ("AUTO", "NATIVE_COMET", "NATIVE_DATAFUSION", "NATIVE_ICEBERG_COMPAT"),

@@ -72,6 +72,67 @@ KEYS_FILE = Path(__file__).with_name("comet_conf_keys.json")
 MEASURED = json.loads(KEYS_FILE.read_text())["keys"]
 _ENTRIES: dict = {}
 
+# The metric keys each Comet version's operators declare, read from the operators of
+# probe joins (`python -m harness conf-keys --engine comet`, beside the configs).
+METRICS_FILE = Path(__file__).with_name("comet_metrics.json")
+MEASURED_METRICS = json.loads(METRICS_FILE.read_text())["versions"]
+# What the harness reads of a Comet operator: Spark's metric key → Comet's, per operator.
+# Measured on 0.12.0 and 1.2.0 (the Spark UI shows the names beside): "Number of rows
+# produced", "Memory used by build-side" (a hash join's build; a sort-merge join's
+# buffered side), "Total spilled bytes". Comet's sorts report spill but no memory.
+SPARK_METRICS = {
+    "CometHashJoin": {"numOutputRows": "output_rows", "buildDataSize": "build_mem_used"},
+    "CometBroadcastHashJoin": {"numOutputRows": "output_rows"},
+    "CometSortMergeJoin": {"numOutputRows": "output_rows", "peakMemory": "peak_mem_used",
+                           "spillSize": "spilled_bytes"},
+    "CometSort": {"spillSize": "spilled_bytes"},
+}
+# Probe joins whose operators declare those metrics: (hint, what runs natively).
+PROBES = ("SHUFFLE_HASH(b)", "MERGE(b)", "BROADCAST(b)")
+
+
+def spark_metrics(operator: str, found: dict, version: str | None) -> dict:
+    """A Comet operator's metrics under Spark's keys, where the harness reads a Comet
+    metric for one and this Comet version declares it (a version not measured: as the
+    newest measured one); the operator's own keys kept."""
+    declared = MEASURED_METRICS.get(version or "") or MEASURED_METRICS[max(MEASURED_METRICS, key=_version_key)]
+    out = dict(found)
+    for spark_key, comet_key in SPARK_METRICS.get(operator, {}).items():
+        if comet_key in found and comet_key in declared.get(operator, {}):
+            out[spark_key] = found[comet_key]
+    return out
+
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+
+
+def probe_metrics(spark, folder: str) -> dict[str, dict[str, str]]:
+    """Operator → {metric key: the name the Spark UI shows} of every Comet operator of the
+    probe joins, run over parquet files written to `folder`."""
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    spark.range(200000).selectExpr("id % 1000 AS k", "id AS v").write.mode("overwrite").parquet(f"{folder}/a")
+    spark.range(2000).selectExpr("id AS k", "id * 2 AS w").write.mode("overwrite").parquet(f"{folder}/b")
+    spark.read.parquet(f"{folder}/a").createOrReplaceTempView("a")
+    spark.read.parquet(f"{folder}/b").createOrReplaceTempView("b")
+    found: dict[str, dict[str, str]] = {}
+    for hint in PROBES:
+        frame = spark.sql(f"SELECT /*+ {hint} */ a.k, a.v, b.w FROM a JOIN b ON a.k = b.k")
+        frame.collect()
+        stack = [frame._jdf.queryExecution().executedPlan()]
+        while stack:
+            node = stack.pop()
+            name = str(node.nodeName()).split(" ")[0]
+            if name in SPARK_NAMES:
+                iterator = node.metrics().iterator()
+                while iterator.hasNext():
+                    entry = iterator.next()
+                    label = entry._2().name()
+                    found.setdefault(name, {})[str(entry._1())] = str(label.get()) if label.isDefined() else ""
+            children = node.children()
+            stack.extend(children.apply(i) for i in range(children.size()))
+    return found
+
 
 def config_entries(spark) -> dict | None:
     """Comet's config entries in this JVM (CometConf.allConfs: Spark's own entry shape, a
@@ -92,10 +153,26 @@ def config_entries(spark) -> dict | None:
 
 def version_of(spark) -> str | None:
     """The Comet version this JVM runs (its jar's), None where Comet is not loaded."""
+    return _version_in(spark._jvm)
+
+
+def _version_in(jvm) -> str | None:
     try:
-        return str(getattr(getattr(spark._jvm.org.apache.comet, "package$"), "MODULE$").COMET_VERSION())
+        return str(getattr(getattr(jvm.org.apache.comet, "package$"), "MODULE$").COMET_VERSION())
     except Exception:
         return None
+
+
+_VERSIONS: dict = {}
+
+
+def version_of_node(node) -> str | None:
+    """The Comet version of the JVM that holds this plan operator."""
+    client = node._gateway_client
+    if client not in _VERSIONS:
+        from pyspark import SparkContext
+        _VERSIONS[client] = _version_in(SparkContext._jvm)
+    return _VERSIONS[client]
 
 
 _TAGS: dict = {}

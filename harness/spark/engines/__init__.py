@@ -1,11 +1,12 @@
-"""The native engines a run may use (`--engine NAME`): each one module behind this
-interface (its jars per Spark version, its session configs, its operators' Spark names,
-why it left an operator to Spark), chosen here and nowhere else."""
+"""The native engines a run may use (`--engine NAME`): each one module of this package
+behind one interface (its jars per Spark version, its session configs and their
+registry, its operators' Spark names, its metrics under Spark's keys as measured per
+engine version, why it left an operator to Spark), chosen here and nowhere else."""
 from __future__ import annotations
 
 from types import ModuleType
 
-from harness.spark import comet
+from harness.spark.engines import comet
 
 ENGINES: dict[str, ModuleType] = {"comet": comet}
 # Every engine's operator → the Spark operator it replaces (no engine uses another's names).
@@ -85,6 +86,24 @@ def measured_configs() -> dict[str, dict]:
     engine}."""
     return {key: dict(measured, engine=name) for name, engine in ENGINES.items()
             for key, measured in engine.MEASURED.items()}
+
+
+class EngineMetrics(dict):
+    """An engine operator's metrics under Spark's keys; `engine` names the engine and its
+    version (`comet 1.2.0`): a figure it does not report is "not reported by" it."""
+    engine: str = ""
+
+
+def spark_metrics(operator: str, found: dict, node) -> dict:
+    """The metrics of the operator `node` (named `operator`, as the plan prints it) under
+    Spark's keys: an engine's operator's translated by its engine, a Spark one's as they are."""
+    for name, engine in ENGINES.items():
+        if operator in engine.SPARK_NAMES:
+            version = engine.version_of_node(node)
+            out = EngineMetrics(engine.spark_metrics(operator, found, version))
+            out.engine = f"{name} {version}" if version else name
+            return out
+    return found
 
 
 def engine_loaded(node) -> bool:
