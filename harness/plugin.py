@@ -285,7 +285,7 @@ def pytest_collection_modifyitems(session, config, items):
     paired.extend(checks.values())  # (none: each check's case is collected too)
     # A flake-finder run: the whole selection once, then again: the runs of one item go
     # to whichever worker is free then, not one after another to the same one.
-    items[:] = sorted(paired, key=lambda item: (getattr(item, "flake_run", 1), -cost[item.path]))
+    items[:] = sorted(paired, key=lambda item: (getattr(item, "flake_run", None) or 1, -cost[item.path]))
 
 
 def _report_dir_writable(config) -> bool:

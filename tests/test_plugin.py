@@ -29,6 +29,15 @@ def test_bad_file_fails_alone_with_one_line(pytester, session):
     assert "Traceback" not in out
 
 
+def test_scenarios_and_python_tests_run_together(pytester, session):
+    """Items of both kinds in one selection are ordered without comparing a scenario's
+    run number with a test's absent one (it raised in the collection hook)."""
+    make_suite(pytester, {"good.yaml": MINIMAL})
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    result = pytester.runpytest("scenarios", "test_plain.py", "--no-report", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+
+
 def test_failing_expectation_reads_like_the_rule(pytester, session):
     make_suite(pytester, {"wrong.yaml": MINIMAL.replace("build_side: right", "build_side: left")})
     result = pytester.runpytest("scenarios", "--no-report", "-p", "no:cacheprovider", "-k", "not agree")

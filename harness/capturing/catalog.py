@@ -1,16 +1,15 @@
 """The tables a captured query reads, as the catalog knows them: found in Spark's analysed
 plan (through views), each with its schema and its catalog statistics, read through
 Py4J, never as DDL text. The session catalog's tables (parquet, ORC and Hive tables Spark
-reads as files, partitioned and bucketed) are read here; a Delta table by
-harness.capturing.delta_tables, an Iceberg table by harness.capturing.iceberg_tables.
+reads as files, partitioned and bucketed) are read here; a table of a format that keeps
+its own metadata (Delta, Iceberg) by its module of harness.capturing.formats.
 What harness.capturing.to_scenario writes as statistics-only tables."""
 from __future__ import annotations
 
 import os
 import urllib.parse
 
-from harness.capturing.delta_tables import _delta_table
-from harness.capturing.iceberg_tables import _iceberg_table, _is_iceberg
+from harness.capturing.formats import entry_reader, relation_reader
 from harness.capturing.relations import (
     CaptureError,
     CapturedTable,
@@ -76,14 +75,15 @@ def _visit(spark, node, found: dict) -> None:
         view = _view(meta)
         found.setdefault(view.key, view)
         return
-    if kind == "DataSourceV2Relation" and _is_iceberg(node):
+    reader = relation_reader(node) if kind == "DataSourceV2Relation" else None
+    if reader is not None:
         try:
-            table = _iceberg_table(spark, node)
+            table = reader.read_relation(spark, node)
         except CaptureError:
             raise
         except Exception as exc:  # a metadata table, a changelog: not a table of rows with a spec
-            raise CaptureError(f"it reads the Iceberg relation {one_line(str(node.table().name()))[:120]}, whose "
-                               f"metadata capture cannot read ({one_line(str(exc))[:160]})") from None
+            raise CaptureError(f"it reads the {reader.NAME.capitalize()} relation {one_line(str(node.table().name()))[:120]}, "
+                               f"whose metadata capture cannot read ({one_line(str(exc))[:160]})") from None
         found.setdefault(table.key, table)
         return
     if kind in ("LogicalRDD", "ExternalRDD", "LocalRelation", "Range", "DataSourceV2Relation", "StreamingRelation",
@@ -112,10 +112,9 @@ def _view(meta) -> CapturedTable:
 
 def _table(spark, meta, relation) -> CapturedTable:
     database, table = identifier(meta)
-    provider = meta.provider()
-    if not provider.isEmpty() and str(provider.get()).lower() == "delta":
-        # its schema and partitions live in its log, not in the catalog entry
-        return _delta_table(spark, meta, relation)
+    reader = entry_reader(meta)
+    if reader is not None:  # its schema and partitions live in its own metadata, not in the catalog entry
+        return reader.read_entry(spark, meta, relation)
     schema = {f.name(): scenario_type(database, table, f) for f in struct_fields(meta.schema())}
     stats = meta.stats()
     stored_as, notes = _stored_as(meta, f"{database}.{table}")

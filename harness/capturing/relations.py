@@ -1,8 +1,8 @@
 """What every kind of captured table shares: the record capture makes of a table
 (CapturedTable), its one-line error, and reading a relation of Spark's analysed plan
 through Py4J — its catalog identifier, its schema as scenario types, its partition
-values. The formats' own readers (harness.capturing.catalog for the session catalog's
-tables, delta_tables, iceberg_tables) build on these."""
+values. The readers (harness.capturing.catalog for the session catalog's tables, the
+modules of harness.capturing.formats for Delta and Iceberg) build on these."""
 from __future__ import annotations
 
 import re
@@ -27,9 +27,10 @@ class CapturedTable:
     schema: dict                 # column → scenario type
     stats: dict                  # the scenario's `stats:`
     bucket_by: dict | None = None  # the table's bucket spec, as the scenario's `bucket_by:`
-    partitions: dict | None = None  # a partitioned catalog table's `partition_by` and `partition_values`
-    format: str | None = None       # a table format other than Spark's parquet tables (`delta`)
-    iceberg: dict | None = None  # an Iceberg table's `format`, partition spec, partitions, sort order, properties
+    partitions: dict | None = None  # its layout: `partition_by`, `partition_values`, and a format's own keys
+    format: str | None = None       # a table format other than Spark's parquet tables (`orc`, `delta`, `iceberg`)
+    grouped_partitions: bool = False  # its partitions may feed a storage-partitioned join (Iceberg's)
+    analyzable: bool = True           # ANALYZE TABLE takes it (a table of the session catalog)
     reference: str = ""          # how the query's catalog names it (quoted parts)
     view_sql: str | None = None  # a view: its text (rewritten later)
     view_plan: object = None     # a temporary view made from a DataFrame: its plan (written as SQL later)

@@ -246,7 +246,7 @@ def _join_summary(frame, names: dict) -> list:
 def _analyze(spark, tables: list) -> str:
     """ANALYZE on the session catalog's tables; an Iceberg table's row counts are its
     metadata's already (Spark's ANALYZE TABLE does not take a V2 table)."""
-    for table in [t for t in tables if t.view_sql is None and t.iceberg is None]:
+    for table in [t for t in tables if t.view_sql is None and t.analyzable]:
         spark.sql(f"ANALYZE TABLE `{table.database}`.`{table.table}` COMPUTE STATISTICS FOR ALL COLUMNS")
     return "ran ANALYZE TABLE ... COMPUTE STATISTICS FOR ALL COLUMNS on every table of the session catalog first"
 
@@ -364,8 +364,7 @@ def _pruning_expectations(top: dict, tables: list) -> dict:
     """Over partitioned catalog tables, the dynamic partition pruning Spark planned for
     each one's scans below the top join, where the plan has decided it (not a decision
     AQE makes at run time)."""
-    partitioned = {t.name for t in tables if (t.partitions or {}).get("partition_by")
-                   or (t.iceberg or {}).get("partition_by")}
+    partitioned = {t.name for t in tables if (t.partitions or {}).get("partition_by")}
     out = []
     for scans in (top.get("scans") or {}).values():
         for scan in scans or []:
@@ -382,7 +381,8 @@ def _layout_expectations(top: dict, tables: list) -> dict:
     """Over bucketed or partitioned Iceberg tables, what their layout decided for the top
     join: the exchanges below each side, and whether each side's Iceberg scans were read
     grouped by partition (a storage-partitioned join)."""
-    if not any(t.bucket_by or (t.iceberg or {}).get("partition_by") for t in tables) or not top.get("shuffles"):
+    if not any(t.bucket_by or t.grouped_partitions and (t.partitions or {}).get("partition_by") for t in tables) \
+            or not top.get("shuffles"):
         return {}
     out = {"shuffles": dict(top["shuffles"])}
     grouped = {}
@@ -398,10 +398,7 @@ def _layout_expectations(top: dict, tables: list) -> dict:
 def _table_spec(table: CapturedTable) -> dict:
     """A statistics-only table: schema and statistics, and the layout a join's shuffles
     depend on (a bucket spec; a catalog table's partitions and their sizes; an Iceberg
-    table's partition spec and partitions)."""
-    if table.iceberg is not None:
-        layout = dict(table.iceberg)
-        return {"format": layout.pop("format"), "schema": table.schema, "stats": table.stats, **layout}
+    table's partition spec, partitions, sort order and properties)."""
     return {**({"format": table.format} if table.format else {}), "schema": table.schema, "stats": table.stats,
             **({"bucket_by": table.bucket_by} if table.bucket_by else {}), **(table.partitions or {})}
 

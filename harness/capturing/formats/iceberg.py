@@ -29,7 +29,10 @@ from harness.scenario.tables import (
 _ICEBERG_TRANSFORMS = {"year": "years", "month": "months", "day": "days", "hour": "hours"}
 
 
-def _is_iceberg(relation) -> bool:
+NAME = "iceberg"
+
+
+def claims_relation(relation) -> bool:
     return str(relation.table().getClass().getName()).startswith("org.apache.iceberg.")
 
 
@@ -43,7 +46,7 @@ def _is_metadata_table(table) -> bool:
     return False
 
 
-def _iceberg_table(spark, relation) -> CapturedTable:
+def read_relation(spark, relation) -> CapturedTable:
     """An Iceberg table as a statistics-only Iceberg table: its schema, its current
     snapshot's row count and size, and its layout (harness.spark.formats.iceberg replays it as
     data files known to the metadata only)."""
@@ -57,7 +60,7 @@ def _iceberg_table(spark, relation) -> CapturedTable:
     snapshot = table.currentSnapshot()
     summary = dict(snapshot.summary()) if snapshot is not None else {}
     stats = {"rows": int(summary.get("total-records", 0)), "size_bytes": int(summary.get("total-files-size", 0))}
-    layout, notes = {"format": "iceberg"}, []
+    layout, notes = {}, []
     where = f"{database}.{name}"
     spec = _iceberg_spec(table, schema, where, notes)
     if spec:
@@ -77,7 +80,9 @@ def _iceberg_table(spark, relation) -> CapturedTable:
                   if k in ICEBERG_PROPERTIES and ICEBERG_PROPERTIES[k](str(v))}
     if properties:
         layout["properties"] = properties
-    captured = CapturedTable(database, name, schema, stats, iceberg=layout, notes=notes)
+    # its partitions may feed a storage-partitioned join; ANALYZE TABLE takes no V2 table
+    captured = CapturedTable(database, name, schema, stats, partitions=layout, format=NAME, notes=notes,
+                             grouped_partitions=True, analyzable=False)
     captured.reference = relation_reference(relation)
     return captured
 

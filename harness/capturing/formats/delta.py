@@ -18,8 +18,15 @@ from harness.capturing.relations import (
 from harness.core.text import one_line
 from harness.scenario.tables import MAX_PARTITIONS
 
+NAME = "delta"
 
-def _delta_table(spark, meta, relation) -> CapturedTable:
+
+def claims_entry(meta) -> bool:
+    provider = meta.provider()
+    return not provider.isEmpty() and str(provider.get()).lower() == NAME
+
+
+def read_entry(spark, meta, relation) -> CapturedTable:
     """A Delta table as a statistics-only Delta table: its schema as Spark reads it, and
     its current snapshot's partitions, each its size and record count, summed from the
     log's add actions (a job over the log: no data file is read)."""
