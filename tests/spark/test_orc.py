@@ -6,25 +6,13 @@ import pytest
 
 from harness.scenario.model import load_scenario
 from harness.spark.formats import orc
-from tests.conftest import MINIMAL
 from tests.scenario.test_scenario import error_of
+from tests.spark.test_delta import STATS_DELTA
+from tests.spark.test_delta import WITH_ROWS as DELTA_WITH_ROWS
 
-STATS_ORC = MINIMAL.replace("""  b:
-    rows: 10
-    columns:
-      k: {sequence: {}}
-""", """  b:
-    format: orc
-    schema: {k: long, day: date}
-    stats: {size_bytes: 50 GiB, rows: 500}
-    partition_by: [day]
-    partition_values:
-      - {values: ["2024-01-01"], size_bytes: 40 GiB, rows: 400}
-      - {values: [null], size_bytes: 10 GiB, rows: 100}
-""")
-WITH_ROWS = MINIMAL.replace("      k: {key: {cardinality: 10}}\n",
-                            "      k: {key: {cardinality: 10}}\n      p: {key: {cardinality: 3}}\n"
-                            "    materialize: catalog\n    format: orc\n    partition_by: [p]\n", 1)
+# the Delta tests' tables, as ORC tables
+STATS_ORC = STATS_DELTA.replace("format: delta", "format: orc")
+WITH_ROWS = DELTA_WITH_ROWS.replace("format: delta", "format: orc")
 
 
 def test_orc_tables_load(write_scenario):
