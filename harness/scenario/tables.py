@@ -96,7 +96,6 @@ def stats_bound_kind(type_name: str):
     return _STAT_KINDS.get(type_name)
 
 
-
 # ---------------------------------------------------------------- Iceberg layouts
 
 ICEBERG = "iceberg"
@@ -287,32 +286,7 @@ def bucket_combinations(table: dict) -> int:
     return count
 
 
-# Table properties a scenario may set: how data is laid out and split, nothing that names
-# a location, a catalog, an IO or a class. Each with the values it accepts.
-ICEBERG_PROPERTIES = {
-    "format-version": lambda v: str(v) in ("1", "2"),
-    "read.split.target-size": lambda v: str(v).isdigit() and 1024 <= int(v) <= 2**40,
-    "read.split.open-file-cost": lambda v: str(v).isdigit() and int(v) <= 2**40,
-    "read.split.planning-lookback": lambda v: str(v).isdigit() and 1 <= int(v) <= 1000,
-    "write.target-file-size-bytes": lambda v: str(v).isdigit() and 1024 <= int(v) <= 2**40,
-    "write.parquet.compression-codec": lambda v: str(v) in ("zstd", "snappy", "gzip", "uncompressed"),
-    "write.distribution-mode": lambda v: str(v) in ("none", "hash", "range"),
-}
-
-
 DELTA = "delta"
-
-# Delta table properties a scenario may set: how the log is kept and what it records,
-# nothing that names a location or a class; each with the values it accepts. Set in the
-# table's metadata (its first commit) for a statistics-only table, by ALTER TABLE ... SET
-# TBLPROPERTIES after the rows are written for a table with rows.
-DELTA_PROPERTIES = {
-    "delta.appendOnly": lambda v: str(v).lower() in ("true", "false"),
-    "delta.dataSkippingNumIndexedCols": lambda v: re.fullmatch(r"-?[0-9]{1,4}", str(v)) is not None
-    and -1 <= int(v) <= 1000,
-    "delta.checkpointInterval": lambda v: str(v).isdigit() and 1 <= int(v) <= 1000,
-}
-
 
 def is_delta(table: dict) -> bool:
     return table.get("format") == DELTA

@@ -16,8 +16,8 @@ from harness.capturing.relations import (
     struct_fields,
     v2_identifier,
 )
+from harness.scenario.formats.iceberg import PROPERTIES
 from harness.scenario.tables import (
-    ICEBERG_PROPERTIES,
     MAX_PARTITIONS,
     Transform,
     bucket_combinations,
@@ -77,7 +77,7 @@ def read_relation(spark, relation) -> CapturedTable:
     if order:
         layout["sort_by"] = order
     properties = {str(k): str(v) for k, v in dict(table.properties()).items()
-                  if k in ICEBERG_PROPERTIES and ICEBERG_PROPERTIES[k](str(v))}
+                  if k in PROPERTIES and PROPERTIES[k](str(v))}
     if properties:
         layout["properties"] = properties
     # its partitions may feed a storage-partitioned join; ANALYZE TABLE takes no V2 table

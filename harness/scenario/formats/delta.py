@@ -4,16 +4,27 @@ and rows, and the statistics its catalog entry holds), partitioned by its column
 never bucketed. Its rules on a declared table, checked at collection."""
 from __future__ import annotations
 
+import re
+
 from harness.scenario.errors import Where
 from harness.scenario.formats import parquet
 from harness.scenario.formats.base import check_properties
-from harness.scenario.tables import DELTA_PROPERTIES, is_derived, is_stats_only
+from harness.scenario.tables import is_derived, is_stats_only
 
 
 NAME = "delta"
 # a derived table of this format is written once per worker as a catalog table
 WRITES_DERIVED = True
-PROPERTIES = DELTA_PROPERTIES
+# Delta table properties a scenario may set: how the log is kept and what it records,
+# nothing that names a location or a class; each with the values it accepts. Set in the
+# table's metadata (its first commit) for a statistics-only table, by ALTER TABLE ... SET
+# TBLPROPERTIES after the rows are written for a table with rows.
+PROPERTIES = {
+    "delta.appendOnly": lambda v: str(v).lower() in ("true", "false"),
+    "delta.dataSkippingNumIndexedCols": lambda v: re.fullmatch(r"-?[0-9]{1,4}", str(v)) is not None
+    and -1 <= int(v) <= 1000,
+    "delta.checkpointInterval": lambda v: str(v).isdigit() and 1 <= int(v) <= 1000,
+}
 
 
 def check(at: Where, where: tuple, name: str, table: dict, data: dict) -> None:
@@ -41,7 +52,7 @@ def _check_delta(at: Where, where: tuple, table: dict) -> None:
         if key in table:
             raise at.error(where + (key,), f"`{key}` is an Iceberg table's; a Delta table is laid out by "
                            "`partition_by`")
-    check_properties(at, where, table, DELTA_PROPERTIES, " on a Delta table")
+    check_properties(at, where, table, PROPERTIES, " on a Delta table")
     if is_stats_only(table):
         stats = table["stats"]
         if "size_bytes" not in stats:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from harness.scenario.errors import Where, did_you_mean
 from harness.scenario.formats.base import check_partition_totals, check_properties
 from harness.scenario.tables import (
-    ICEBERG_PROPERTIES,
     MAX_PARTITIONS,
     bucket_combinations,
     column_type,
@@ -26,7 +25,17 @@ from harness.scenario.tables import (
 NAME = "iceberg"
 # a derived table of this format is written once per worker as a catalog table
 WRITES_DERIVED = True
-PROPERTIES = ICEBERG_PROPERTIES
+# Table properties a scenario may set: how data is laid out and split, nothing that names
+# a location, a catalog, an IO or a class. Each with the values it accepts.
+PROPERTIES = {
+    "format-version": lambda v: str(v) in ("1", "2"),
+    "read.split.target-size": lambda v: str(v).isdigit() and 1024 <= int(v) <= 2**40,
+    "read.split.open-file-cost": lambda v: str(v).isdigit() and int(v) <= 2**40,
+    "read.split.planning-lookback": lambda v: str(v).isdigit() and 1 <= int(v) <= 1000,
+    "write.target-file-size-bytes": lambda v: str(v).isdigit() and 1024 <= int(v) <= 2**40,
+    "write.parquet.compression-codec": lambda v: str(v) in ("zstd", "snappy", "gzip", "uncompressed"),
+    "write.distribution-mode": lambda v: str(v) in ("none", "hash", "range"),
+}
 # what only an Iceberg table declares
 ONLY = ("sort_by", "files_per_partition", "properties")
 
@@ -65,7 +74,7 @@ def _check_iceberg_layout(at: Where, where: tuple, name: str, table: dict) -> No
             raise at.error(where + field, message)
     if is_stats_only(table):
         _check_iceberg_stats(at, where, table)
-    check_properties(at, where, table, ICEBERG_PROPERTIES)
+    check_properties(at, where, table, PROPERTIES)
 
 
 def _check_iceberg_stats(at: Where, where: tuple, table: dict) -> None:

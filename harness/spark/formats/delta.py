@@ -87,7 +87,7 @@ def write(spark, name: str, df, spec: dict) -> None:
         writer = writer.partitionBy(*spec["partition_by"])
     writer.saveAsTable(name)
     properties = _properties(spec)
-    if properties:  # vetted keys and values (harness.scenario.tables.DELTA_PROPERTIES)
+    if properties:  # vetted keys and values (harness.scenario.formats.delta.PROPERTIES)
         listed = ", ".join(f"'{key}'='{value}'" for key, value in sorted(properties.items()))
         spark.sql(f"ALTER TABLE {quoted_identifier(name)} SET TBLPROPERTIES ({listed})")
 
