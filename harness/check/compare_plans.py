@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from harness.check.compare_cost import within
 from harness.core.records import BYTE_UNITS, UNAVAILABLE, Observation
-from harness.core.vocab import describe_join
+from harness.core.vocab import describe_join, join_type_name
 
 
 def _node_matches(want: dict, got: dict) -> bool:
     return (want["strategy"] == got["strategy"]
+            and want.get("join_type", join_type_name(got.get("join_type"))) == join_type_name(got.get("join_type"))
             and want.get("build_side", got["build_side"]) == got["build_side"]
             and want.get("skew", got.get("skew", False)) == got.get("skew", False)
             and want.get("native", got.get("native")) == got.get("native")
@@ -37,7 +38,9 @@ def compare_plan(expected: dict, joins: list[dict], which: str) -> list[str]:
         else:
             for i, (want, got) in enumerate(zip(want_nodes, joins)):
                 if not _node_matches(want, got):
-                    problems.append(f"{which} plan join #{i + 1}: expected {describe_join(want, tables=True)}, observed {describe_join(got, tables=True)}")
+                    typed = "join_type" in want
+                    problems.append(f"{which} plan join #{i + 1}: expected {describe_join(want, join_type=typed, tables=True)}, "
+                                    f"observed {describe_join(got, join_type=typed, tables=True)}")
     return problems
 
 

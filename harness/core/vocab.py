@@ -69,6 +69,11 @@ def normalize_build_side(name: str | None) -> str | None:
     return None if name is None else BUILD_SIDES[name]
 
 
+def join_type_name(text: str | None) -> str:
+    """Spark's join type without its arguments: `ExistenceJoin(exists#12)` → ExistenceJoin."""
+    return (text or "").split("(")[0]
+
+
 def describe_join(node: dict | None, *, join_type: bool = False, tables: bool = False) -> str:
     """A join node in words, the one way every report says it: `SortMergeJoin`,
     `BroadcastHashJoin (build right)`, optionally `· LeftOuter of fact+dim`; `no join`."""
@@ -82,7 +87,7 @@ def describe_join(node: dict | None, *, join_type: bool = False, tables: bool = 
     if node.get("native") is not None:  # under a native engine
         text += " [native]" if node["native"] else " [in Spark]"
     if join_type and node.get("join_type"):
-        text += f" · {node['join_type']}"
+        text += f" · {join_type_name(node['join_type'])}"
     if tables and node.get("tables"):
         text += " of " + "+".join(node["tables"])
     return text

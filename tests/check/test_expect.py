@@ -103,6 +103,25 @@ def test_join_order_skew_and_null_aware_per_node():
     assert expect.compare(naaj, Observation.from_json({"initial": {"joins": [_node("BroadcastHashJoin", "right")]}}))
 
 
+def test_a_join_node_s_type_is_compared_by_spark_s_name_and_named_with_its_place_and_tables():
+    expected = {"plan": "initial", "joins": [{"strategy": "BroadcastHashJoin", "join_type": "Inner", "tables": ["c", "o"]},
+                                             {"strategy": "BroadcastHashJoin", "join_type": "ExistenceJoin"}]}
+    joins = [_node("BroadcastHashJoin", "right", tables=["c", "o"]),
+             _node("BroadcastHashJoin", "right", join_type="ExistenceJoin(exists#64)")]
+    assert expect.compare(expected, Observation.from_json({"initial": {"joins": joins}})) == []
+    joins[0] = _node("BroadcastHashJoin", "right", join_type="LeftOuter", tables=["c", "o"])
+    [problem] = expect.compare(expected, Observation.from_json({"initial": {"joins": joins}}))
+    assert problem == ("initial plan join #1: expected BroadcastHashJoin · Inner of c+o, observed BroadcastHashJoin "
+                       "(build right) · LeftOuter of c+o")
+
+
+def test_a_plan_of_more_than_sixteen_joins_is_asserted_node_by_node(write_scenario):
+    nodes = "".join("    - {strategy: BroadcastHashJoin, join_type: Inner}\n" for _ in range(120))
+    text = MINIMAL[:MINIMAL.index("expect:")] + "expect:\n  joins:\n" + nodes
+    case = expand(load_scenario(write_scenario(text)))[0]
+    assert len(expect.resolve(case, "4.3.0")["joins"]) == 120
+
+
 def test_operator_counts_exact_and_bounded():
     counts = {"ReusedSubquery": 1, "Subquery": 1, "SortMergeJoin": 1}
     seen = Observation.from_json({"initial": {"joins": [], "operators": {}}, "final": {"joins": [], "operators": counts}})
