@@ -41,6 +41,9 @@ def test_delta_tables_load(write_scenario):
 
 
 @pytest.mark.parametrize("text, says", [
+    (STATS_DELTA[:STATS_DELTA.index("    partition_values:")] + "    partition_values: []\n"
+     + STATS_DELTA[STATS_DELTA.index("join:"):],
+     "tables.b.partition_values: a Delta table is sized by its log's add actions: one with no partition"),
     (WITH_ROWS.replace("    partition_by: [p]\n", "    bucket_by: {columns: [k], buckets: 4}\n"),
      "tables.a.bucket_by: Delta Lake does not bucket a table"),
     (WITH_ROWS.replace("    materialize: catalog\n", ""), "tables.a.format: `format: delta` is for a catalog table"),

@@ -148,6 +148,8 @@ expect: {strategy: BroadcastHashJoin}
      "tables.a.partition_values: the partitions hold 999 rows, stats.rows says 1,000"),
     ("    partition_values: [{values: ['zero'], rows: 1000}]\n",
      "tables.a.partition_values[0].values[0]: bucket(k) takes a whole number, not 'zero'"),
+    ("    partition_values: []\n",
+     "tables.a.partition_values: an Iceberg table is sized by its files' record counts: one with no partition"),
 ])
 def test_a_statistics_only_iceberg_table_is_checked_at_collection(write_scenario, layout, says):
     text = STATS_ICEBERG.replace("    partition_by: ['bucket(4, k)']\n", "    partition_by: ['bucket(4, k)']\n" + layout)

@@ -148,3 +148,15 @@ def test_a_partitioned_table_never_analyzed_is_sized_by_spark_s_default_until_pr
     stats_only_table(spark, "partitioned_never_analyzed", never)
     assert _scan_size(spark, "SELECT * FROM partitioned_never_analyzed") == 2 ** 63 - 1  # defaultSizeInBytes
     assert _scan_size(spark, "SELECT * FROM partitioned_never_analyzed WHERE day = DATE'2024-01-03'") == 1024
+
+
+def test_a_partitioned_table_with_no_partition_is_sized_by_its_statistics_until_pruned(session):
+    """`partition_values: []`: an unfiltered scan is sized by the injected statistics, a
+    pruned one by the files of the partitions kept — none (Spark's floor of 1 byte)."""
+    from harness.spark.stats_only import stats_only_table
+    spark = session.spark
+    empty = {**PARTITIONED, "partition_values": []}
+    stats_only_table(spark, "partitioned_empty", empty)
+    assert _scan_size(spark, "SELECT * FROM partitioned_empty") == PARTITIONED["stats"]["size_bytes"]
+    assert _scan_size(spark, "SELECT * FROM partitioned_empty WHERE day = DATE'2024-01-03'") == 1
+    assert spark.sql("SHOW PARTITIONS partitioned_empty").collect() == []

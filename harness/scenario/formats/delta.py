@@ -53,6 +53,9 @@ def _check_delta(at: Where, where: tuple, table: dict) -> None:
             raise at.error(where + (key,), f"`{key}` is an Iceberg table's; a Delta table is laid out by "
                            "`partition_by`")
     check_properties(at, where, table, PROPERTIES, " on a Delta table")
+    if table.get("partition_values") == []:
+        raise at.error(where + ("partition_values",), "a Delta table is sized by its log's add actions: one with no "
+                       "partition has none to replay (leave `partition_values` out, or list them)")
     if is_stats_only(table):
         stats = table["stats"]
         if "size_bytes" not in stats:

@@ -90,6 +90,9 @@ def _check_iceberg_stats(at: Where, where: tuple, table: dict) -> None:
                        "reports row counts from its files' metadata): leave `columns` out")
     spec = partition_spec(table)
     listed = table.get("partition_values")
+    if listed == []:
+        raise at.error(where + ("partition_values",), "an Iceberg table is sized by its files' record counts: one "
+                       "with no partition has no rows to replay (leave `partition_values` out, or list them)")
     if listed is None:
         if any(t.name != "bucket" for t in spec):
             raise at.error(where + ("partition_values",), "list the table's partitions: only an all-bucket partition "

@@ -80,9 +80,12 @@ def _check_catalog_partitions(at: Where, where: tuple, table: dict) -> None:
     a partition left out would weigh nothing there."""
     listed = table.get("partition_values")
     columns = table["partition_by"]
-    if not listed:
+    if listed is None:
         raise at.error(where + ("partition_by",), "list the table's partitions in `partition_values` (each its "
-                       "values and size_bytes): a plan that prunes them is sized by the kept partitions alone")
+                       "values and size_bytes; `[]` for a table with none): a plan that prunes them is sized by "
+                       "the kept partitions alone")
+    if not listed:
+        return  # no partition yet: an unfiltered scan is sized by the statistics, a pruned one by no file
     stats, seen = table["stats"], set()
     for i, partition in enumerate(listed):
         at_partition = where + ("partition_values", i)
