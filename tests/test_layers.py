@@ -2,6 +2,8 @@
 harness.LAYERS, never from a later one nor from the plugin or the command line on top.
 Read from the source (every import, also those inside functions), so a lazy import
 cannot hide a wrong arrow."""
+from __future__ import annotations
+
 import ast
 from pathlib import Path
 

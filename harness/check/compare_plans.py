@@ -44,6 +44,28 @@ def compare_plan(expected: dict, joins: list[dict], which: str) -> list[str]:
     return problems
 
 
+def compare_subqueries(expected: list[dict], observed: list[dict], which: str) -> list[str]:
+    """The joins of each subquery that holds one, in the order the plan reaches them; a
+    node named by its subquery, its place and its tables."""
+    if len(expected) != len(observed):
+        seen = "; ".join(f"{s['subquery']}: " + ", ".join(describe_join(j, tables=True) for j in s["joins"])
+                         for s in observed) or "none"
+        return [f"{which} plan: expected {len(expected)} subquery(ies) with joins, observed {len(observed)} ({seen})"]
+    problems = []
+    for place, (want, got) in enumerate(zip(expected, observed), start=1):
+        where = f"{which} plan subquery #{place} ({got['subquery']})"
+        if len(want["joins"]) != len(got["joins"]):
+            problems.append(f"{where}: expected {len(want['joins'])} join(s), observed {len(got['joins'])}: "
+                            + ", ".join(describe_join(j, tables=True) for j in got["joins"]))
+            continue
+        for i, (want_node, got_node) in enumerate(zip(want["joins"], got["joins"]), start=1):
+            if not _node_matches(want_node, got_node):
+                typed = "join_type" in want_node
+                problems.append(f"{where} join #{i}: expected {describe_join(want_node, join_type=typed, tables=True)}, "
+                                f"observed {describe_join(got_node, join_type=typed, tables=True)}")
+    return problems
+
+
 def compare_native(wanted: bool, joins: list[dict], which: str) -> list[str]:
     """Whether the top join ran natively under the run's engine (harness.spark.engines)."""
     top = joins[0] if joins else None

@@ -20,6 +20,7 @@ from harness.check.compare_plans import (
     compare_plan,
     compare_pruning,
     compare_shuffles,
+    compare_subqueries,
     estimate_range,
     final_build_side_unseen,
     plan_names,
@@ -127,6 +128,8 @@ def resolve(case: Case, version: str, deployment: str = "local", engine: str = "
         expected["build_side"] = normalize_build_side(expected["build_side"])
     if "joins" in expected:
         expected["joins"] = [_normalize_node(j) for j in expected["joins"]]
+    if "subqueries" in expected:
+        expected["subqueries"] = [{"joins": [_normalize_node(j) for j in s["joins"]]} for s in expected["subqueries"]]
     if isinstance(expected.get("dynamic_pruning"), dict):
         expected["dynamic_pruning"] = [expected["dynamic_pruning"]]
     if any(step_expects):
@@ -181,6 +184,8 @@ def not_checkable(expected: dict, observed: Observation) -> list[str]:
         out.append("warnings")
     if "operators" in expected and "operators" in gone:
         out.append("operators")
+    if "subqueries" in expected and "subqueries" in gone:
+        out.append("subqueries")
     if "shuffles" in expected and not all((view.joins[0].get("shuffles") if view.joins else {}) is not None
                                           for view in checked_views(expected, observed)):
         out.append("shuffles")
@@ -231,6 +236,9 @@ def _compare(expected: dict, observed: Observation, unchecked: set = frozenset()
     plan_mode = expected["plan"]
     if plan_mode in ("initial", "both"):
         problems += compare_plan(expected, observed.initial.joins, "initial")
+    if "subqueries" in expected and "subqueries" not in unchecked:
+        for which, view in zip(plan_names(plan_mode), checked_views(expected, observed)):
+            problems += compare_subqueries(expected["subqueries"], view.subqueries or [], which)
     if plan_mode in ("final", "both") and "final plan" not in unchecked:
         final_expected = expected
         if unchecked & {"build side (final plan)", "joins' build sides (final plan)"}:

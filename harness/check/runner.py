@@ -87,6 +87,9 @@ def _plan_view(plans, plan, case: Case, table_names: dict | None) -> PlanView:
     """Join nodes now; the plan's text later (see `_add_plan_texts`). `plans` reads the
     plan as the session's deployment can (harness.observe.jvm_plans, or harness.observe.printed_plans)."""
     view = PlanView(joins=[j.to_dict() for j in plans.join_nodes(plan, table_names)])
+    read_subqueries = getattr(plans, "subquery_joins", None)  # the JVM's plans only (not Connect's printed ones)
+    if read_subqueries is not None:
+        view.subqueries = read_subqueries(plan, table_names)
     if _wants_operators(case):
         view.operators = plans.operator_counts(plan)
     return view

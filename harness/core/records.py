@@ -51,6 +51,9 @@ class PlanView:
     joins: list = field(default_factory=list)
     text: str = ""
     operators: Optional[dict] = None   # operator counts, when an expectation asks for them
+    # The joins inside the plan's subqueries, apart from the main plan's: [{subquery, kind,
+    # joins}] (harness.observe.jvm_plans.subquery_joins); None where not read (Connect).
+    subqueries: Optional[list] = None
     # Run-time sizes of the top join's inputs: recorded for a final adaptive plan, where
     # None says AQE showed none; ABSENT elsewhere.
     runtime: Any = ABSENT
@@ -68,12 +71,14 @@ class PlanView:
         if data is None:
             return None
         return cls(joins=data.get("joins") or [], text=data.get("text", ""), operators=data.get("operators"),
-                   runtime=data.get("runtime", ABSENT))
+                   subqueries=data.get("subqueries"), runtime=data.get("runtime", ABSENT))
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {"joins": self.joins, "text": self.text}
         if self.operators is not None:
             out["operators"] = self.operators
+        if self.subqueries is not None:  # absent: not read (Connect, an older release)
+            out["subqueries"] = self.subqueries
         if self.runtime is not ABSENT:
             out["runtime"] = self.runtime
         return out

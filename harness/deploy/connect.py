@@ -37,6 +37,7 @@ NOT_OBSERVABLE = {
     "model": "the join-selection model reads equi keys and orderability from the JVM's logical join",
     "runtime": "AQE's run-time statistics of query stages are not in Connect's plan metrics",
     "operators": "operator counts are read from the JVM's plan classes; Connect prints other names",
+    "subqueries": "the joins inside subqueries are read from the JVM's plan objects (the subqueries of each operator)",
     "key_grouped": "whether Spark used a V2 scan's partitioning is read from the JVM's plan "
                    "(KeyGroupedPartitioning); the printed plan does not say it",
 }

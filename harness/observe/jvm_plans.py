@@ -159,6 +159,42 @@ def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]
     return found
 
 
+SUBQUERY_ID = re.compile(r"#\d+")
+
+
+def subquery_joins(physical_plan, table_names: dict | None = None) -> list[dict]:
+    """The joins inside the plan's subqueries, kept apart from the main plan's: for each
+    subquery Spark plans apart (a scalar or IN subquery, a dynamic pruning subquery over a
+    broadcast, one nested in another), in the order the plan reaches them (pre-order),
+    `{"subquery": its name without expression ids, "kind": its operator, "joins": [...]}`;
+    a subquery without a join is left out, and a reused one (ReusedSubquery) is the one it
+    reuses."""
+    found, seen = [], set()
+    stack = [physical_plan]
+    while stack:
+        node = stack.pop()
+        kind = _kind(node)
+        subqueries = node.subqueries()
+        nested = []
+        for i in range(subqueries.size()):
+            subquery = subqueries.apply(i)
+            sub_kind = _kind(subquery)
+            if sub_kind == "ReusedSubquery" or subquery in seen:
+                continue
+            seen.add(subquery)
+            body = _safe_call(subquery.child)
+            if body is None:
+                continue
+            joins = join_nodes(body, table_names)
+            if joins:
+                name = SUBQUERY_ID.sub("", _safe_str(subquery.name)) or sub_kind
+                found.append({"subquery": name, "kind": sub_kind, "joins": [j.to_dict() for j in joins]})
+            nested.append(body)
+        stack.extend(reversed(nested))
+        stack.extend(reversed(_children(node, kind)))
+    return found
+
+
 def _engine_scan_original(node, kind: str):
     """The Spark scan (FileSourceScanExec, BatchScanExec) a native engine's scan replaced,
     else None: Comet keeps it (`wrapped` in CometScanExec and CometBatchScanExec,

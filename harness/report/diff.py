@@ -16,13 +16,14 @@ import json
 from typing import NamedTuple
 
 from harness.core.records import NOT_AVAILABLE, NOT_CHECKABLE, NOT_RUN, UNAVAILABLE
-from harness.core.vocab import COST_SIDE_FIELDS, COST_SIZES, describe_join
+from harness.core.vocab import COST_SIDE_FIELDS, COST_SIZES, describe_join, join_type_name
 from harness.report.version_report import top_join, version_dir
 
 # Not a change: something one side's deployment could not see (Spark Connect).
 UNSEEN = "unavailable"
 
-KINDS = ("not comparable", "known bug", "strategy", "build side", "adaptive", "condition", "result", "error",
+KINDS = ("not comparable", "known bug", "strategy", "build side", "subqueries", "adaptive", "condition", "result",
+         "error",
          "warnings", "cost", "status", "only in one version", UNSEEN)
 NOT_COMPARABLE = {"timeout": "timed out", "WorkerLost": "its worker process was lost",
                   NOT_AVAILABLE: "needs a package or an engine jar that is not available"}
@@ -148,6 +149,23 @@ class Face(NamedTuple):
     warnings_unseen: bool
     bug_id: str
     cost: tuple | None = None  # the join's deterministic cost figures (COST_FIGURES)
+    # the joins inside the initial plan's subqueries: per subquery, (strategy, build side,
+    # join type) of each node; None where they were not read (through Connect)
+    subqueries: tuple | None = None
+
+
+def _subquery_joins(record: dict) -> tuple | None:
+    found = (record["observed"].get("initial") or {}).get("subqueries")
+    if found is None:  # not read: through Connect, or by a release before subqueries were
+        return None
+    return tuple(tuple((j["strategy"], j["build_side"], join_type_name(j.get("join_type"))) for j in s["joins"])
+                 for s in found or [])
+
+
+def _describe_subqueries(found: tuple) -> str:
+    return "; ".join(f"#{i}: " + ", ".join(describe_join({"strategy": s, "build_side": b, "join_type": t},
+                                                          join_type=True) for s, b, t in joins)
+                     for i, joins in enumerate(found, start=1)) or "no join in a subquery"
 
 
 def face(record: dict) -> Face:
@@ -160,7 +178,8 @@ def face(record: dict) -> Face:
                 result=(observed.get("rows"), observed.get("checksum")) if observed.get("executed") else None,
                 error=(observed.get("error") or {}).get("class"), warnings=frozenset(observed.get("warnings") or []),
                 warnings_unseen="warnings" in (observed.get("unavailable") or []),
-                bug_id=(record.get("bug") or {}).get("id", ""), cost=_cost_figures(observed.get("cost")))
+                bug_id=(record.get("bug") or {}).get("id", ""), cost=_cost_figures(observed.get("cost")),
+                subqueries=_subquery_joins(record))
 
 
 def case_changes(old: dict, new: dict, threshold: CostThreshold = CostThreshold()) -> list[tuple[str, str]]:
@@ -175,6 +194,9 @@ def face_changes(old: Face, new: Face, threshold: CostThreshold = CostThreshold(
         why = old.incomparable or new.incomparable
         return (("not comparable", f"{why} on the {side} version ({old.status} → {new.status})"),)
     changes = _plan_changes(old, new)
+    if None not in (old.subqueries, new.subqueries) and old.subqueries != new.subqueries:
+        changes.append(("subqueries", f"initial: {_describe_subqueries(old.subqueries)} → "
+                                      f"{_describe_subqueries(new.subqueries)}"))
     if old.adaptive != new.adaptive:
         words = {True: "adaptive (AQE may re-plan at run time)", False: "static"}
         changes.append(("adaptive", f"{words[old.adaptive]} → {words[new.adaptive]}"))

@@ -122,6 +122,22 @@ def test_a_plan_of_more_than_sixteen_joins_is_asserted_node_by_node(write_scenar
     assert len(expect.resolve(case, "4.3.0")["joins"]) == 120
 
 
+def test_the_joins_of_each_subquery_are_compared_apart_from_the_main_plan_s():
+    expected = {"plan": "initial", "subqueries": [{"joins": [{"strategy": "BroadcastHashJoin", "build_side": "right"}]}]}
+    main = [_node("BroadcastHashJoin", "right", join_type="LeftSemi")]
+    inside = [{"subquery": "scalar-subquery", "kind": "Subquery", "joins": [_node("BroadcastHashJoin", "right")]}]
+    seen = Observation.from_json({"initial": {"joins": main, "subqueries": inside}})
+    assert expect.compare(expected, seen) == []
+    inside[0]["joins"] = [_node("SortMergeJoin")]
+    [problem] = expect.compare(expected, Observation.from_json({"initial": {"joins": main, "subqueries": inside}}))
+    assert problem == ("initial plan subquery #1 (scalar-subquery) join #1: expected BroadcastHashJoin (build right), "
+                       "observed SortMergeJoin")
+    [problem] = expect.compare(expected, Observation.from_json({"initial": {"joins": main, "subqueries": []}}))
+    assert problem == "initial plan: expected 1 subquery(ies) with joins, observed 0 (none)"
+    through_connect = Observation.from_json({"initial": {"joins": main}, "unavailable": ["subqueries"]})
+    assert "subqueries" in expect.not_checkable(expected, through_connect)
+
+
 def test_operator_counts_exact_and_bounded():
     counts = {"ReusedSubquery": 1, "Subquery": 1, "SortMergeJoin": 1}
     seen = Observation.from_json({"initial": {"joins": [], "operators": {}}, "final": {"joins": [], "operators": counts}})

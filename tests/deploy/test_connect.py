@@ -5,6 +5,8 @@ a runaway case interrupted through its operation tag while the next case still r
 
 Every run is a pytest subprocess: a Connect session marks its process as Connect-only
 (PySpark's SPARK_CONNECT_MODE_ENABLED), which this process's local Spark must not see."""
+from __future__ import annotations
+
 import json
 import subprocess
 import sys

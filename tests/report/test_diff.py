@@ -153,3 +153,22 @@ def test_a_figure_one_version_does_not_report_is_no_change(tmp_path):
             assert str(exc).startswith("--cost-")
         else:
             raise AssertionError(bad)
+
+
+def test_a_join_inside_a_subquery_that_changed_is_a_change_and_one_not_read_is_none():
+    def with_subqueries(case_id, joins):
+        found = record(case_id)
+        if joins is not None:
+            found["observed"]["initial"]["subqueries"] = [
+                {"subquery": "scalar-subquery", "kind": "Subquery",
+                 "joins": [{"strategy": s, "build_side": b, "join_type": t} for s, b, t in joins]}]
+        return found
+    old = {"cases": [with_subqueries("a", [("BroadcastHashJoin", "right", "Inner")]),
+                     with_subqueries("b", [("BroadcastHashJoin", "right", "Inner")]),
+                     with_subqueries("c", [("SortMergeJoin", "none", "Inner")])]}
+    new = {"cases": [with_subqueries("a", [("SortMergeJoin", "none", "Inner")]),
+                     with_subqueries("b", None),  # through Connect: not read
+                     with_subqueries("c", [("SortMergeJoin", "none", "Inner")])]}
+    grouped = diff.diff_results(old, new)
+    assert grouped["subqueries"] == [("a", "initial: #1: BroadcastHashJoin (build right) · Inner → "
+                                           "#1: SortMergeJoin · Inner")]
