@@ -19,6 +19,11 @@ try:  # PySpark's Py4J converters import numpy on a case's first job group: neve
 except ImportError:
     pass
 
+# Faker is installed where the suite runs (the matrix fills the pool cache from there); a
+# matrix environment of an old Python may have none: the pools are then read from the cache.
+NEEDS_FAKER = pytest.mark.skipif(__import__("importlib").util.find_spec("faker") is None,
+                                 reason="Faker is not installed in this environment")
+
 
 @pytest.fixture
 def session():

@@ -172,6 +172,11 @@ def _shapes(script: str, *args: str) -> tuple[dict, list[str]]:
 def test_lake_tables_in_production_states_replay_spark_s_own_estimates(tmp_path, fmt):
     if FORMATS[fmt][0]:
         pytest.skip(FORMATS[fmt][1])
+    if fmt == "delta" and tuple(int(p) for p in pyspark.__version__.split(".")[:2]) < (3, 5):
+        # measured on 3.5 and 4.1 (Delta 3.3.2, 4.4.0); Delta 0.8 on 3.0.3 refuses the writer
+        # version column mapping needs ("delta.minWriterVersion needs to be ... between [1, 3]")
+        pytest.skip(f"the Delta release of Spark {pyspark.__version__} cannot make these states (column mapping, "
+                    "deletion vectors): measured on 3.5 and 4.1")
     real, real_output = _shapes(CAPTURE, str(tmp_path), fmt)
     texts = {name: (tmp_path / name).read_text() for name in real}
     warned = {name: text.splitlines()[0] for name, text in texts.items() if "WARNING" in text}

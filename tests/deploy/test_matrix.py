@@ -1,10 +1,13 @@
 """Per-version environments: which Python and Java each Spark gets; Faker pools pre-built."""
 import json
 
+import pytest
+
 from harness.deploy import matrix
 from harness.scenario.model import load_scenario
 from harness.spark import datagen
-from tests.conftest import MINIMAL
+from tests.conftest import MINIMAL, NEEDS_FAKER
+
 
 
 def test_python_and_java_per_spark_version():
@@ -24,6 +27,7 @@ def test_missing_python_is_none(monkeypatch, tmp_path):
     assert matrix.find_python("3.7") == str(fake / "python")
 
 
+@NEEDS_FAKER
 def test_faker_pools_are_built_into_the_cache(write_scenario, monkeypatch, tmp_path):
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path))
     datagen.faker_pool.cache_clear()

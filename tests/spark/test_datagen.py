@@ -6,6 +6,8 @@ import pytest
 from harness.spark import datagen
 from harness.spark.query import checksum_frame
 from harness.spark.query import checksum_text as _checksum_text
+from tests.conftest import NEEDS_FAKER
+
 
 SPEC = {
     "rows": 20000,
@@ -80,6 +82,7 @@ def test_ranges_and_weights(session):
     assert stats(session, "count(DISTINCT name)") <= 50
 
 
+@NEEDS_FAKER
 def test_faker_pool_is_cached_and_deterministic(tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path))
     datagen.faker_pool.cache_clear()
@@ -90,6 +93,7 @@ def test_faker_pool_is_cached_and_deterministic(tmp_path, monkeypatch):
     assert datagen.faker_pool("city", "en_US", 20, 124) != pool
 
 
+@NEEDS_FAKER
 def test_bad_faker_provider():
     with pytest.raises(datagen.DataGenError, match="not allowed"):
         datagen.faker_pool("binary", "en_US", 1, 1)
