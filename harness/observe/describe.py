@@ -152,6 +152,7 @@ def why_lines(record: dict) -> list[str]:
     shuffles = shuffle_words(observed)
     if shuffles:
         lines.append(shuffles)
+    lines += subquery_lines(observed)
     lines += engine_lines(observed)
     lines += stream_step_lines(observed)
     conf = observed.get("conf") or {}
@@ -165,6 +166,17 @@ def why_lines(record: dict) -> list[str]:
         lines.append(unavailable_words(observed["unavailable"]))
     if observed.get("undefined_conf"):
         lines.append(undefined_conf_words(observed["undefined_conf"], (record.get("versions") or {}).get("spark", "?")))
+    return lines
+
+
+def subquery_lines(observed: dict, limit: int = 5) -> list[str]:
+    """The joins inside the initial plan's subqueries, one line per subquery."""
+    found = (observed.get("initial") or {}).get("subqueries") or []
+    lines = [f"subquery #{i} ({s['subquery']}): " + ", ".join(describe_join(j, join_type=True, tables=True)
+                                                               for j in s["joins"])
+             for i, s in enumerate(found[:limit], start=1)]
+    if len(found) > limit:
+        lines.append(f"... {len(found) - limit} more subqueries with joins (the report lists them all)")
     return lines
 
 

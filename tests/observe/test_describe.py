@@ -100,3 +100,11 @@ def test_under_an_engine_the_page_says_where_the_join_ran_why_and_spark_s_own_an
         "engine: BroadcastHashJoin ran in Spark", "engine left it to Spark: Range: Range is not supported",
         "Spark's own answer (this session, comet off): 5 rows, checksum 00ab — DIFFERENT"]
     assert engine_lines({"initial": {"joins": [{"strategy": "SortMergeJoin", "native": None}]}}) == []
+
+
+def test_the_joins_inside_subqueries_are_said_one_line_per_subquery():
+    from harness.observe.describe import why_lines
+    node = {"strategy": "BroadcastHashJoin", "build_side": "right", "join_type": "Inner", "tables": ["b", "c"]}
+    record = {"observed": {"initial": {"joins": [], "subqueries": [
+        {"subquery": "scalar-subquery", "kind": "Subquery", "joins": [node]}]}}}
+    assert "subquery #1 (scalar-subquery): BroadcastHashJoin (build right) · Inner of b+c" in why_lines(record)
