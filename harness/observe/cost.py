@@ -225,7 +225,10 @@ def of(plan, walk: Walk, stages=None) -> dict | None:
             found = walk.metrics(operator)
             reading.time(stage_kind, found)
             if getattr(found, "engine", "") and "peakMemory" not in found:
-                continue  # an engine's operator that keeps no memory figure (Comet's sorts)
+                # an engine's operator that keeps no memory figure (Comet's sorts): the peak
+                # is the rest's, and the record says whose memory it leaves out
+                reading.not_reported[f"peak_memory of {stage_kind}"] = f"not reported by {found.engine}: not counted"
+                continue
             peak.append(reading.value("peak_memory", stage_kind, found, "peakMemory"))
     if kind == "ShuffledHashJoin":
         peak.append(reading.value("peak_memory", kind, joined, "buildDataSize"))

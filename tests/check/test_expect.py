@@ -136,6 +136,9 @@ def test_the_joins_of_each_subquery_are_compared_apart_from_the_main_plan_s():
     assert problem == "initial plan: expected 1 subquery(ies) with joins, observed 0 (none)"
     through_connect = Observation.from_json({"initial": {"joins": main}, "unavailable": ["subqueries"]})
     assert "subqueries" in expect.not_checkable(expected, through_connect)
+    never_read = Observation.from_json({"initial": {"joins": main}})  # a stream's plan: its subqueries not read
+    assert "subqueries" in expect.not_checkable(expected, never_read)
+    assert "subqueries" not in expect.not_checkable(expected, seen)
 
 
 def test_operator_counts_exact_and_bounded():
