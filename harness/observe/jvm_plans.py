@@ -169,6 +169,8 @@ def subquery_joins(physical_plan, table_names: dict | None = None) -> list[dict]
     `{"subquery": its name without expression ids, "kind": its operator, "joins": [...]}`;
     a subquery without a join is left out, and a reused one (ReusedSubquery) is the one it
     reuses."""
+    if _holds_no_subquery(physical_plan):
+        return []
     found, seen = [], set()
     stack = [physical_plan]
     while stack:
@@ -193,6 +195,27 @@ def subquery_joins(physical_plan, table_names: dict | None = None) -> list[dict]
         stack.extend(reversed(nested))
         stack.extend(reversed(_children(node, kind)))
     return found
+
+
+# Leaves below which a tree goes on out of the reach of its root's subqueriesAll.
+OPAQUE_LEAVES = ("AdaptiveSparkPlan", "ReusedExchange", "ReusedSubquery")
+
+
+def _holds_no_subquery(plan) -> bool:
+    """Whether the plan holds no subquery, in a few JVM calls where its root reaches its
+    whole tree (an adaptive plan before it runs, a static plan): the root's subqueriesAll
+    (nested ones included) is empty and no leaf is a query stage or another wrapper. Most
+    plans hold none; walking every operator for them cost as much as reading the joins.
+    False where that cannot be told so (then the plan is walked)."""
+    root = plan.executedPlan() if _kind(plan) == "AdaptiveSparkPlan" else plan
+    try:
+        if root.subqueriesAll().size():
+            return False
+        leaves = root.collectLeaves()
+        kinds = [_raw_kind(leaves.apply(i)) for i in range(leaves.size())]
+    except Exception:  # a plan object without these (not a Spark plan)
+        return False
+    return not any(kind.endswith("QueryStage") or kind in OPAQUE_LEAVES for kind in kinds)
 
 
 def _engine_scan_original(node, kind: str):

@@ -92,3 +92,34 @@ def test_top_join_is_the_first_join_node(session):
     first = jvm_plans.join_nodes(plan)[0]
     assert jvm_plans.top_join(plan) == {"strategy": first.strategy, "build_side": first.build_side}
     assert jvm_plans.top_join(jvm_plans.current_plan(session.spark.range(3))) == {"strategy": "none", "build_side": "none"}
+
+
+def test_the_subquery_shortcut_reads_what_the_walk_reads(session, monkeypatch):
+    """A plan that holds no subquery is told so in a few JVM calls; every plan, with
+    subqueries or without, static, adaptive before and after it ran, reads the same
+    subquery joins as a walk of every operator."""
+    spark = session.spark
+    spark.range(1000).selectExpr("id AS k", "id % 10 AS g").createOrReplaceTempView("sq_a")
+    spark.range(100).selectExpr("id AS k", "id % 5 AS r").createOrReplaceTempView("sq_b")
+    queries = ["SELECT * FROM sq_a JOIN sq_b ON sq_a.k = sq_b.k",
+               "SELECT sq_a.k, (SELECT max(x.r) FROM sq_b x JOIN sq_b y ON x.k = y.k) FROM sq_a"]
+    found = []
+    try:
+        for aqe in ("false", "true"):
+            spark.conf.set("spark.sql.adaptive.enabled", aqe)
+            for text in queries:
+                frame = spark.sql(text)
+                plans = [jvm_plans.current_plan(frame)]
+                frame.collect()
+                plans.append(frame._jdf.queryExecution().executedPlan())  # after it ran: the final plan
+                for plan in plans:
+                    quick = jvm_plans.subquery_joins(plan)
+                    with monkeypatch.context() as walk_only:
+                        walk_only.setattr(jvm_plans, "_holds_no_subquery", lambda p: False)
+                        walked = jvm_plans.subquery_joins(plan)
+                    assert [(s["kind"], [j["strategy"] for j in s["joins"]]) for s in quick] == \
+                        [(s["kind"], [j["strategy"] for j in s["joins"]]) for s in walked]
+                    found.append(len(quick))
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    assert found == [0, 0, 1, 1, 0, 0, 1, 1]
