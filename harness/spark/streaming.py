@@ -383,10 +383,17 @@ def _await_idle(spark, wait_s: float) -> None:
     was removed (seen once in a unit run on 4.3.0: CANNOT_COMMIT, then a stream folder
     left behind). One case at a time runs on a worker's session: any stage is its own."""
     try:
-        tracker = spark.sparkContext.statusTracker()
+        tracker = spark.sparkContext._jsc.sc().statusTracker()
     except Exception:  # through Spark Connect: no context here, and the server's files are its own
         return
+
+    def running() -> bool:
+        # a cancelled task leaves its stage's accounting at once, and runs on until it
+        # checks its interrupt: the executors' running tasks say when it has ended
+        infos = tracker.getExecutorInfos()
+        return bool(len(tracker.getActiveStageIds()) or sum(infos[i].numRunningTasks() for i in range(len(infos))))
+
     deadline = time.monotonic() + wait_s
-    while tracker.getActiveStageIds() and time.monotonic() < deadline:
+    while running() and time.monotonic() < deadline:
         time.sleep(0.05)
 
