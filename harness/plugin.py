@@ -25,6 +25,7 @@ from harness.plugin_state import OPTIONS, REUSE, REUSED_KEY, flake_runs, previou
 from harness.report import version_report
 from harness.report.progress import GUESS_S
 from harness.scenario import workload
+from harness.scenario.catalog import is_catalog_file
 from harness.scenario.model import expand, load_once, load_scenario, scenario_files
 from harness.scenario.tables import declared_formats
 from harness.store import shards
@@ -327,7 +328,7 @@ def _runs_scenarios(config) -> bool:
 
 
 def pytest_collect_file(file_path: Path, parent):
-    if file_path.suffix not in (".yaml", ".yml"):
+    if file_path.suffix not in (".yaml", ".yml") or is_catalog_file(file_path):
         return None
     explicit = {Path(a.split("::")[0]).resolve() for a in parent.config.args}
     if "scenarios" in file_path.resolve().parts or file_path.resolve() in explicit:

@@ -28,7 +28,7 @@ from harness.capturing.relations import CapturedTable, CaptureError, relation_ke
 from harness.capturing.frame_sql import PlanSqlError, frame_sql
 from harness.core.files import atomic_write_text
 from harness.core.text import one_line
-from harness.core.vocab import join_type_name
+from harness.core.vocab import written_join_node
 from harness.observe import jvm_plans
 from harness.scenario import confs
 from harness.spark import conf_registry
@@ -341,9 +341,7 @@ def _scenario(spark, frame, tables, sql, scenario_id, where, written) -> dict:
     joins = [j.to_dict() for j in jvm_plans.join_nodes(plan, names)]
     expect = {"spark": f"=={version}"}
     if joins:
-        expect["joins"] = [{"strategy": j["strategy"], "build_side": j["build_side"],
-                            **({"join_type": join_type_name(j["join_type"])} if j.get("join_type") else {}),
-                            **({"tables": j["tables"]} if j.get("tables") else {})} for j in joins]
+        expect["joins"] = [written_join_node(j) for j in joins]
         expect.update(_layout_expectations(joins[0], tables))
         expect.update(_pruning_expectations(joins[0], tables))
     else:

@@ -74,6 +74,14 @@ def join_type_name(text: str | None) -> str:
     return (text or "").split("(")[0]
 
 
+def written_join_node(node: dict) -> dict:
+    """An observed join node as `expect.joins` holds it (what capture and accept write):
+    strategy, build side, join type in Spark's name, and the tables below it, sorted."""
+    return {"strategy": node["strategy"], "build_side": node["build_side"],
+            **({"join_type": join_type_name(node["join_type"])} if node.get("join_type") else {}),
+            **({"tables": sorted(node["tables"])} if node.get("tables") else {})}
+
+
 def describe_join(node: dict | None, *, join_type: bool = False, tables: bool = False) -> str:
     """A join node in words, the one way every report says it: `SortMergeJoin`,
     `BroadcastHashJoin (build right)`, optionally `· LeftOuter of fact+dim`; `no join`."""

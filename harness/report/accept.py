@@ -11,7 +11,9 @@ scenario's `expect:` so it holds again:
   neighbouring versions that were run (`spark: ">3.4.4"`): the change happened after
   the last version that still behaved the old way.
 
-Only strategy, build side, rows and checksum are accepted. The YAML round-trips
+Strategy, build side, rows and checksum are accepted, and the join nodes (`joins`: each
+node's strategy, build side, join type and tables) of a plan with more than one join, or
+of a file that lists them. The YAML round-trips
 through ruamel.yaml so comments and layout survive; every edited file is validated
 and re-checked against every version's observations before it is written, and the
 unified diff is printed for review. What still fails afterwards (errors, warnings,
@@ -26,16 +28,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.check import expect
+from harness.check.compare_plans import compare_plan
 from harness.core.files import ROOT, atomic_write_text
 from harness.core.records import Observation
 from harness.core.text import display_path
-from harness.core.vocab import version_sort_key
+from harness.core.vocab import version_sort_key, written_join_node
 from harness.report.diff import load_results
 from harness.report.version_report import top_join
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import Case, expand, load_scenario
 
-ACCEPTED_KEYS = ("strategy", "build_side", "rows", "checksum")
+ACCEPTED_KEYS = ("strategy", "build_side", "joins", "rows", "checksum")
+# Beside the accepted values: the observed join nodes as the record holds them.
+OBSERVED_JOINS = "observed_joins"
 
 
 @dataclass
@@ -61,10 +66,14 @@ def observed_values(record: dict) -> dict | None:
     initial, final = top_join(record, "initial"), top_join(record, "final")
     if mode == "both" and observed.get("final") and _plan_of(initial) != _plan_of(final):
         return None
-    top = final if mode == "final" and observed.get("final") else initial
+    which = "final" if mode == "final" and observed.get("final") else "initial"
+    top = final if which == "final" else initial
     values = {"strategy": top["strategy"] if top else "none"}
     if top is not None:
         values["build_side"] = top["build_side"]
+    joins = (observed.get(which) or {}).get("joins") or []
+    values["joins"] = [written_join_node(j) for j in joins]
+    values[OBSERVED_JOINS] = joins
     if observed.get("executed"):
         values["rows"], values["checksum"] = observed.get("rows"), observed.get("checksum")
     return values
@@ -75,10 +84,17 @@ def _plan_of(node: dict | None) -> tuple:
 
 
 def _wanted(resolved: dict, values: dict) -> dict:
-    """key → observed value, for each accepted key the resolved expectation gets wrong."""
+    """key → observed value, for each accepted key the resolved expectation gets wrong.
+    A file that asserts nothing gets the top join's strategy, or every join node when the
+    plan has more than one."""
     if not expect.has_assertions(resolved):
-        return {k: values[k] for k in ACCEPTED_KEYS if k in values}
-    wanted = {k: values[k] for k in ACCEPTED_KEYS if k in resolved and k in values and resolved[k] != values[k]}
+        chain = len(values.get("joins", [])) > 1
+        keys = ("joins", "rows", "checksum") if chain else tuple(k for k in ACCEPTED_KEYS if k != "joins")
+        return {k: values[k] for k in keys if k in values}
+    wanted = {k: values[k] for k in ACCEPTED_KEYS if k in resolved and k in values and k != "joins"
+              and resolved[k] != values[k]}
+    if "joins" in resolved and compare_plan({"joins": resolved["joins"]}, values[OBSERVED_JOINS], "the"):
+        wanted["joins"] = values["joins"]
     if "strategy" in wanted and "build_side" in values:
         wanted["build_side"] = values["build_side"]  # an override's strategy drops the base build side
     return wanted
@@ -252,6 +268,9 @@ def apply_edits(text: str, base: dict, overrides: list[tuple[dict, dict]]) -> st
 
 
 def _scalar(key: str, value):
+    if key == "joins":  # one flow mapping per node, a node per line
+        from ruamel.yaml.comments import CommentedSeq
+        return CommentedSeq(_flow(node) for node in value)
     if key in ("checksum", "spark"):  # hex digits can read as a number ("12e4..."); specifiers start with < or >
         from ruamel.yaml.scalarstring import DoubleQuotedScalarString
         return DoubleQuotedScalarString(value)

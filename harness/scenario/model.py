@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Optional, Protocol
 
 from harness.core.vocab import JOIN_TYPES, THEN
+from harness.scenario.catalog import files_stamp, is_catalog_file, where_with_origins, with_catalog_tables
+from harness.scenario.checks import check_semantics
 from harness.scenario.errors import ScenarioError, line_for
-from harness.scenario.schema import validate
+from harness.scenario.schema import validate, validate_shape
 from harness.scenario.tables import as_hint_list, hint_name, is_stats_only
 from harness.scenario.twin import twin_data
 from harness.scenario.yaml_lines import parse_yaml, read_text
@@ -74,6 +76,9 @@ class Scenario:
     # (id of the Spark session, refusal or None): harness.spark.sql_guard's verdict, made once
     sql_verdict: tuple | None = field(default=None, compare=False, repr=False)
     twin_of: str | None = None  # the synthetic twin of that scenario id (harness.scenario.twin)
+    # catalog table name → (catalog file, its lines), for the tables read from shared catalogs
+    origins: dict = field(default_factory=dict, compare=False, repr=False)
+    catalog_files: tuple = field(default=(), compare=False, repr=False)  # with what they held when read
 
     @property
     def id(self) -> str:
@@ -89,6 +94,10 @@ class Scenario:
 
     def line_of(self, *path) -> int | None:
         return line_for(self.lines, path)
+
+    def error(self, where: tuple, message: str) -> ScenarioError:
+        """A problem at a field: in this file, or in the catalog declaring the table it is in."""
+        return where_with_origins(self.path, self.lines, self.origins).error(tuple(where), message)
 
     @property
     def plan_only(self) -> bool:
@@ -126,17 +135,23 @@ class ParsedTexts(Protocol):
 
 def load_scenario(path: str | Path, parsed: Optional[ParsedTexts] = None) -> Scenario:
     """The file read, parsed and validated; with `parsed`, a text that passed before is
-    taken as it was then (parsing and validating depend on the text and the harness only)."""
+    taken as it was then (parsing and validating depend on the text and the harness only,
+    unless the file reads a shared catalog: harness.scenario.catalog)."""
     path = Path(path)
     text = read_text(path)
     known = parsed.recall(text) if parsed is not None else None
     if known is not None:
         data, lines = known
-    else:
-        data, lines = parse_yaml(path, text)
-        validate(path, data, lines)
-        if parsed is not None:
-            parsed.keep(text, data, lines)
+        return Scenario(path=path, data=data, lines=lines)
+    data, lines = parse_yaml(path, text)
+    validate_shape(path, data, lines)
+    if "catalog" in data:
+        data, origins, files = with_catalog_tables(path, data, lines)
+        check_semantics(path, data, lines, where_with_origins(path, lines, origins))
+        return Scenario(path=path, data=data, lines=lines, origins=origins, catalog_files=files_stamp(files))
+    check_semantics(path, data, lines)
+    if parsed is not None:
+        parsed.keep(text, data, lines)
     return Scenario(path=path, data=data, lines=lines)
 
 
@@ -144,11 +159,12 @@ _LOADED: dict = {}
 
 
 def load_once(path: Path, parsed: Optional[ParsedTexts] = None) -> Scenario:
-    """A scenario file loaded once per process and content: a run that decided on its
-    workers from the store (harness.plugin) has read every file already."""
+    """A scenario file loaded once per process and content (its catalogs' too): a run that
+    decided on its workers from the store (harness.plugin) has read every file already."""
     stat = path.stat()
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    if key not in _LOADED:
+    known = _LOADED.get(key)
+    if known is None or files_stamp(Path(p) for p, _, _ in known.catalog_files) != known.catalog_files:
         _LOADED[key] = load_scenario(path, parsed)
     return _LOADED[key]
 
@@ -161,8 +177,9 @@ def scenario_files(args: list[str]) -> list[Path]:
         path = Path(arg.split("::")[0])
         if path.is_dir():
             found += [p for p in sorted(path.rglob("*.y*ml")) if p.suffix in (".yaml", ".yml")
-                      and "scenarios" in p.resolve().parts and not any(part.startswith(".") for part in p.parts)]
-        elif path.suffix in (".yaml", ".yml"):
+                      and "scenarios" in p.resolve().parts and not any(part.startswith(".") for part in p.parts)
+                      and not is_catalog_file(p)]
+        elif path.suffix in (".yaml", ".yml") and not is_catalog_file(path):
             found.append(path)
     return found
 
@@ -238,7 +255,8 @@ def expand(scenario: Scenario) -> list[Case]:
     twin = twin_data(data)
     if twin is None:
         return cases
-    return cases + expand(Scenario(path=scenario.path, data=twin, lines=scenario.lines, twin_of=scenario.id))
+    return cases + expand(Scenario(path=scenario.path, data=twin, lines=scenario.lines, twin_of=scenario.id,
+                                   origins=scenario.origins, catalog_files=scenario.catalog_files))
 
 
 def stable_seed(*parts) -> int:

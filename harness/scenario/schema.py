@@ -126,16 +126,30 @@ def _schema_error(path: Path, lines: dict, error: jsonschema.ValidationError) ->
     return ScenarioError(path, line_for(lines, field_path), dotted(field_path), message)
 
 
-def validate(path: Path, data: Any, lines: dict) -> None:
+def schema_error(path: Path, lines: dict, errors: list) -> ScenarioError:
+    """The one schema error of many a person fixes first."""
+    errors = sorted(errors, key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    # A misspelt field also makes the right one "missing": name the typo first.
+    typos = [e for e in errors if e.validator == "additionalProperties"]
+    shapes = [e for e in errors if e.validator == "oneOf" and list(e.absolute_path)[:1] == ["tables"]
+              and len(e.absolute_path) == 2 and _table_shape_problem(e.instance or {})]
+    best = shapes[0] if shapes else max(typos, key=lambda e: len(e.absolute_path)) if typos \
+        else jsonschema.exceptions.best_match(errors)
+    return _schema_error(path, lines, best)
+
+
+def validate_shape(path: Path, data: Any, lines: dict) -> None:
+    """The file against the schema alone (what its own text says)."""
     if not isinstance(data, dict):
         raise ScenarioError(path, 1, "", "a scenario file must be a mapping at the top level")
-    errors = sorted(scenario_validator().iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    errors = list(scenario_validator().iter_errors(data))
     if errors:
-        # A misspelt field also makes the right one "missing": name the typo first.
-        typos = [e for e in errors if e.validator == "additionalProperties"]
-        shapes = [e for e in errors if e.validator == "oneOf" and list(e.absolute_path)[:1] == ["tables"]
-                  and len(e.absolute_path) == 2 and _table_shape_problem(e.instance or {})]
-        best = shapes[0] if shapes else max(typos, key=lambda e: len(e.absolute_path)) if typos \
-            else jsonschema.exceptions.best_match(errors)
-        raise _schema_error(path, lines, best)
+        raise schema_error(path, lines, errors)
+    if "tables" not in data and "catalog" not in data:
+        raise ScenarioError(path, None, "", "'tables' is a required property (or `catalog`, to read them from a "
+                                            "shared catalog file)")
+
+
+def validate(path: Path, data: Any, lines: dict) -> None:
+    validate_shape(path, data, lines)
     check_semantics(path, data, lines)

@@ -88,11 +88,11 @@ _StrictLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:t
 _loader_for_scalars = _StrictLoader("")
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str:
     """The file's text, refused in one line if it is too big, binary or not UTF-8."""
     size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise ScenarioError(path, None, "", f"file is {size} bytes; the limit is {MAX_FILE_BYTES}")
+    if size > limit:
+        raise ScenarioError(path, None, "", f"file is {size:,} bytes; the limit is {limit:,}")
     raw = path.read_bytes()
     if b"\0" in raw:
         line = raw[:raw.index(b"\0")].count(b"\n") + 1

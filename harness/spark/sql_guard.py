@@ -273,7 +273,7 @@ def check_scenario(spark, scenario) -> None:
             return None
         except (SqlRefused, conf_registry.ConfRefused) as exc:
             where, message = exc.args
-            return ScenarioError(scenario.path, scenario.line_of(*where), dotted(where), message)
+            return scenario.error(where, message)
     once_per_session(scenario, id(spark), refusal)
 
 

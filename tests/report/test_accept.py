@@ -104,3 +104,54 @@ def test_dry_run_leaves_the_file(tmp_path, capsys):
     accept.main(["4.3.0"], str(tmp_path), write=False)
     assert path.read_text() == SCENARIO
     assert "would change 1 file(s)" in capsys.readouterr().out
+
+
+CHAIN = """\
+id: accept_chain
+description: a chain of joins
+tables:
+  a: {rows: 10, columns: {k: {sequence: {}}}}
+  b: {rows: 10, columns: {k: {sequence: {}}}}
+  c: {rows: 10, columns: {k: {sequence: {}}}}
+join:
+  sql: SELECT * FROM a JOIN b USING (k) WHERE k IN (SELECT k FROM c)
+expect: {}
+"""
+
+
+def chain_record(path, version, semi_strategy):
+    from harness.core.records import PlanView
+    node = {"left_keys": "List(k#1L)", "right_keys": "List(k#2L)", "condition": "", "null_aware": False,
+            "skew": False}
+    joins = [{**node, "strategy": "BroadcastHashJoin", "build_side": "right", "join_type": "Inner",
+              "tables": ["b", "a", "c"]},
+             {**node, "strategy": semi_strategy, "build_side": "right" if semi_strategy != "SortMergeJoin" else "none",
+              "join_type": "LeftSemi", "tables": ["c", "a"]}]
+    return fake_record("accept_chain", file=str(path), spark=version, status="observed", initial=PlanView(joins=joins))
+
+
+def test_a_chain_of_joins_is_accepted_node_by_node_with_its_join_types(tmp_path):
+    path = tmp_path / "chain.yaml"
+    path.write_text(CHAIN)
+    for version in ("3.5.9", "4.3.0"):
+        out = tmp_path / version
+        out.mkdir()
+        record = chain_record(path, version, "BroadcastHashJoin")
+        (out / "results.json").write_text(json.dumps(fake_results([record], spark=version)))
+    assert accept.main([], str(tmp_path)) == 0
+    text = path.read_text()
+    assert ("  joins:\n"
+            "    - {strategy: BroadcastHashJoin, build_side: right, join_type: Inner, tables: [a, b, c]}\n"
+            "    - {strategy: BroadcastHashJoin, build_side: right, join_type: LeftSemi, tables: [a, c]}\n") in text
+    assert "strategy: BroadcastHashJoin\n" not in text  # the nodes, not the top join again
+
+    # a later version plans the semi join apart: an override with the nodes, bounded
+    out = tmp_path / "4.4.0"
+    out.mkdir()
+    record = chain_record(path, "4.4.0", "SortMergeJoin")
+    (out / "results.json").write_text(json.dumps(fake_results([record], spark="4.4.0")))
+    assert accept.main([], str(tmp_path)) == 0
+    case = expand(load_scenario(path))[0]
+    assert expect.resolve(case, "4.3.0")["joins"][1]["strategy"] == "BroadcastHashJoin"
+    assert expect.resolve(case, "4.4.0")["joins"][1] == {"strategy": "SortMergeJoin", "build_side": "none",
+                                                        "join_type": "LeftSemi", "tables": ["a", "c"]}

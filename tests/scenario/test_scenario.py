@@ -156,7 +156,7 @@ def test_a_value_over_a_size_limit_is_said_with_its_count_not_quoted(write_scena
     assert message.endswith("tables.lit.values: 10,001 items; at most 10,000")
     tables = "".join(f"  t{i}:\n    rows: 1\n    columns:\n      k: {{sequence: {{}}}}\n" for i in range(400))
     message = error_of(write_scenario, MINIMAL.replace("tables:\n", "tables:\n" + tables))
-    assert message.endswith("tables: 402 entries; at most 16") and len(message) < 120
+    assert message.endswith("tables: 402 entries; at most 64") and len(message) < 120
 
 
 @pytest.mark.parametrize("layout, says", [

@@ -36,7 +36,18 @@ SEMANTIC_CHECKS = (read_sizes, read_cost_bounds, check_join_tables, check_derive
                    check_patterns, check_varies)
 
 
-def check_semantics(path: Path, data: dict, lines: dict) -> None:
-    at = Where(path, lines)
+# The rules on tables alone: what a shared catalog's file is checked against.
+TABLE_CHECKS = (read_sizes, check_derived, check_literal_rows, check_stats, check_columns, check_layouts)
+
+
+def check_tables(at: Where, data: dict) -> None:
+    """A catalog's tables by the rules on tables (the rest needs a join: each scenario reading them)."""
+    shaped = {"tables": data["tables"], "join": {}, "expect": {}}
+    for check in TABLE_CHECKS:
+        check(at, shaped)
+
+
+def check_semantics(path: Path, data: dict, lines: dict, at: Where | None = None) -> None:
+    at = at or Where(path, lines)
     for check in SEMANTIC_CHECKS:
         check(at, data)
