@@ -108,6 +108,10 @@ def _capture_parser(commands) -> None:
     capture.add_argument("--synthetic", type=_scale, default=None, metavar="SCALE",
                          help="add a synthetic twin with generated data at this scale (0 < SCALE <= 1), "
                               "so that results and the cross-strategy check run locally")
+    capture.add_argument("--catalog", nargs="?", const="catalog.yaml", default=None, metavar="NAME",
+                         help="write the tables of every query once, into the shared catalog NAME (default "
+                              "catalog.yaml) in the --out folder; each query file names it and holds only its "
+                              "query and expectations. Capturing again refreshes the tables captured")
     capture.add_argument("--no-self-check", action="store_true",
                          help="do not plan each written file again in the capturing session (its self-check "
                               "creates and drops a scratch database in the session's catalog); the file says so")
@@ -259,7 +263,7 @@ def _capture(args, parser) -> int:
             parser.error(f"--baseline expects BASELINE.json:EXECUTION_ID, got: {args.baseline}")
         baseline = (path, int(execution))
     return capture_tool.main(args.paths, args.out, args.sql, args.analyze, args.spark_master, conf, baseline,
-                             synthetic=args.synthetic, self_check=not args.no_self_check)
+                             synthetic=args.synthetic, self_check=not args.no_self_check, catalog=args.catalog)
 
 
 def _scale(text: str) -> float:

@@ -25,6 +25,7 @@ import yaml
 from harness.capturing import fidelity
 from harness.capturing.catalog import read_relations
 from harness.capturing.relations import CapturedTable, CaptureError, relation_key, relation_reference
+from harness.capturing.shared_catalog import SharedCatalog
 from harness.capturing.frame_sql import PlanSqlError, frame_sql
 from harness.core.files import atomic_write_text
 from harness.core.text import one_line
@@ -63,8 +64,12 @@ def _refuse_commands(spark, text: str, where: str) -> None:
                                "(nothing was run)")
 
 
-def _scenario_names(tables: list[CapturedTable]) -> None:
-    """A table's own name, or database_table where two databases share one."""
+def _scenario_names(tables: list[CapturedTable], catalog: SharedCatalog | None = None) -> None:
+    """A table's own name, or database_table where two databases share one (in a shared
+    catalog: across every query captured into it)."""
+    if catalog is not None:
+        catalog.name(tables)
+        return
     counts: dict = {}
     for table in tables:
         counts[table.table.lower()] = counts.get(table.table.lower(), 0) + 1
@@ -115,20 +120,20 @@ def _written_names(spark, text: str) -> list[list[str]]:
 
 def capture(query, out, *, spark=None, scenario_id: str | None = None, analyze: bool = False,
             source: str = "", baseline: dict | None = None, synthetic: float | None = None,
-            self_check: bool = True) -> Path:
+            self_check: bool = True, catalog: SharedCatalog | None = None) -> Path:
     """Write the scenario of one query, SQL text or a DataFrame, to `out` (a file, or a
     folder: then `<scenario_id>.yaml`); returns the path written. SQL text runs in
     `spark` (the active session when not given); `synthetic` adds a twin with generated
-    data at that scale."""
+    data at that scale; `catalog` takes its tables (harness.capturing.shared_catalog)."""
 
     if not isinstance(query, str):
         if not hasattr(query, "_jdf"):
             raise CaptureError(f"{source or 'query'}: capture takes SQL text or a DataFrame, "
                                f"not {type(query).__name__}")
         return _capture_frame(query, out, scenario_id, analyze, source or "a DataFrame",
-                              (baseline, synthetic, self_check))
+                              (baseline, synthetic, self_check, catalog))
     return _capture_sql(spark or _active_session(), query, out, scenario_id, analyze, source,
-                        (baseline, synthetic, self_check))
+                        (baseline, synthetic, self_check, catalog))
 
 
 def _active_session():
@@ -156,7 +161,7 @@ def _capture_sql(spark, query: str, out, scenario_id, analyze, source, additions
         tables = read_relations(spark, frame._jdf.queryExecution().analyzed(), where)
     if not tables:
         raise CaptureError(f"{where}: the query reads no catalog table")
-    _scenario_names(tables)
+    _scenario_names(tables, additions[3])
     scenario_name, _ = _namers(tables)
     for table in tables:
         if table.view_plan is not None:
@@ -199,7 +204,7 @@ def _capture_frame(frame, out, scenario_id, analyze, where, additions: tuple) ->
         tables = [t for t in read_relations(spark, analysed, where) if t.view_sql is None]
     if not tables:
         raise CaptureError(f"{where}: the DataFrame reads no catalog table")
-    _scenario_names(tables)
+    _scenario_names(tables, additions[3])
     scenario_name, catalog_name = _namers(tables)
     sql = _frame_sql(spark, analysed, scenario_name, where) + "\n"
     try:
@@ -253,7 +258,8 @@ def _analyze(spark, tables: list) -> str:
 
 
 def _write(spark, data: dict, out, scenario_id: str, where: str, notes: list, tables: list,
-           baseline: dict | None, synthetic: float | None, self_check: bool, real=None) -> Path:
+           baseline: dict | None, synthetic: float | None, self_check: bool, catalog: SharedCatalog | None,
+           real=None) -> Path:
     """The scenario file, written whole or not at all, after its self-check: planned in
     this session, it must plan what the real query `real` planned (harness.capturing.fidelity);
     each difference is a warning at the top of the file and on stderr."""
@@ -269,26 +275,43 @@ def _write(spark, data: dict, out, scenario_id: str, where: str, notes: list, ta
     _refuse_taken_id(path, scenario_id, where)
     header = [f"Captured from {where} on Spark {spark.version}, {dt.date.today().isoformat()}: statistics and "
               "plans only, no data."] + notes + [n for t in tables for n in t.notes]
+    catalog_text = None
+    if catalog is not None:
+        catalog.add(data["tables"])
+        catalog_text = catalog.text(_dump)
+        data = _reading_catalog(data, catalog.reference_from(path))
     body = _dump(data)
-    warnings = _self_check(spark, body, tables, real, path.name) if self_check and real is not None else []
+    warnings = _self_check(spark, body, tables, real, path.name, catalog_text) \
+        if self_check and real is not None else []
     if not self_check:
         header.append("Not self-checked (--no-self-check): whether its replay plans as the real query did is "
                       "unchecked")
     for warning in warnings:
         print(f"warning: {path}: {warning}", file=sys.stderr)
     lines = [f"WARNING: replayed here, this file plans otherwise than the real query: {w}" for w in warnings]
+    if catalog_text is not None:  # before the file that names it: each file written reads a whole catalog
+        atomic_write_text(catalog.path, catalog_text)
     atomic_write_text(path, "".join(f"# {one_line(line)}\n" for line in lines + header) + body)
     return path
 
 
-def _self_check(spark, body: str, tables: list, real, file_name: str) -> list[str]:
-    """The written file, loaded as a replay loads it and planned in this session, against
-    the real query's plan."""
+def _reading_catalog(data: dict, reference: str) -> dict:
+    """The scenario with `catalog:` where its `tables:` were."""
+    return {("catalog" if key == "tables" else key): (reference if key == "tables" else value)
+            for key, value in data.items()}
+
+
+def _self_check(spark, body: str, tables: list, real, file_name: str, catalog_text: str | None) -> list[str]:
+    """The written file, loaded as a replay loads it (with its catalog) and planned in
+    this session, against the real query's plan."""
     from harness.scenario.errors import ScenarioError
     from harness.scenario.model import load_scenario
     names = {t.table.lower(): t.name for t in tables}
     with tempfile.TemporaryDirectory(prefix="join-harness-capture-") as folder:
         written = Path(folder) / file_name
+        if catalog_text is not None:
+            (Path(folder) / "catalog.yaml").write_text(catalog_text, encoding="utf-8")
+            body = re.sub(r"(?m)^catalog: .*$", "catalog: catalog.yaml", body, count=1)
         written.write_text(body, encoding="utf-8")
         try:
             data = load_scenario(written).data
@@ -481,7 +504,7 @@ def query_files(paths: list[str]) -> list[Path]:
 
 def main(paths: list[str], out: str, sql: str | None, analyze: bool, master: str | None,
          spark_conf: dict, baseline: tuple | None = None, synthetic: float | None = None,
-         self_check: bool = True) -> int:
+         self_check: bool = True, catalog: str | None = None) -> int:
     from pyspark.sql import SparkSession
 
     from harness.capturing.event_log import BaselineError, expectation
@@ -502,11 +525,17 @@ def main(paths: list[str], out: str, sql: str | None, analyze: bool, master: str
             raise CaptureError(f"{out}: several queries need a folder to write into (end it with /)")
         if len(sources) > 1 and override is not None:
             raise CaptureError("--baseline names one SQL execution: capture its query alone")
+        shared = None
+        if catalog is not None:
+            if not (Path(out).is_dir() or out.endswith("/")):
+                raise CaptureError(f"--catalog: {out}: a shared catalog is written for a folder of queries "
+                                   "(end --out with /)")
+            shared = SharedCatalog.at(Path(out) / catalog)
         for source, text in sources:
             try:
                 written = capture(text.strip().rstrip(";").strip() + "\n", out, spark=spark, analyze=analyze,
                                   source="" if source == "--sql" else source, baseline=override,
-                                  synthetic=synthetic, self_check=self_check)
+                                  synthetic=synthetic, self_check=self_check, catalog=shared)
                 print(f"captured {source} -> {written}")
             except CaptureError as exc:
                 failures += 1

@@ -22,9 +22,10 @@ from harness.report.version_report import top_join, version_dir
 # Not a change: something one side's deployment could not see (Spark Connect).
 UNSEEN = "unavailable"
 
-KINDS = ("not comparable", "known bug", "strategy", "build side", "subqueries", "adaptive", "condition", "result",
-         "error",
-         "warnings", "cost", "status", "only in one version", UNSEEN)
+KINDS = ("not comparable", "known bug", "strategy", "build side", "join order", "join type", "subqueries", "adaptive",
+         "condition", "result", "error", "warnings", "estimates", "cost", "status", "only in one version", UNSEEN)
+# The kinds a change of plan shows in: a case with one of them gets its join nodes side by side.
+PLAN_KINDS = ("strategy", "build side", "join order", "join type", "subqueries")
 NOT_COMPARABLE = {"timeout": "timed out", "WorkerLost": "its worker process was lost",
                   NOT_AVAILABLE: "needs a package or an engine jar that is not available"}
 
@@ -115,21 +116,58 @@ def _cost_figures(cost: dict | None) -> tuple | None:
     return tuple(figures)
 
 
-def _cost_changes(old: tuple, new: tuple, threshold: CostThreshold) -> list[tuple[str, str]]:
-    from harness.core.text import bytes_text
+class Figure(NamedTuple):
+    """A number of a case that moved beyond the threshold: an estimate or a cost figure."""
+    kind: str       # estimates or cost
+    words: str      # what it is, e.g. `join #2 right size` or `bytes shuffled left`
+    before: int
+    after: int
+    size: bool      # bytes (else a count)
+
+    @property
+    def text(self) -> str:
+        from harness.core.text import bytes_text
+        shown = bytes_text if self.size else (lambda n: f"{n:,}")
+        change = f" ({(self.after - self.before) / self.before:+.0%})".replace("%", " %") if self.before else ""
+        return f"{self.words} {shown(self.before)} → {shown(self.after)}{change}"
+
+    @property
+    def magnitude(self) -> float:
+        """How far it moved, either way: ×10 and ÷10 weigh the same."""
+        low, high = sorted((abs(self.before), abs(self.after)))
+        return high / max(low, 1)  # from 0, as from 1: 0 → 1 partition is no large change
+
+
+def _moved(before, after, size: bool, threshold: CostThreshold) -> bool:
+    if before is None or after is None or before == after:
+        return False
+    if size and abs(after - before) < threshold.floor_bytes:
+        return False
+    return not (before and abs(after - before) / before < threshold.relative)
+
+
+def _cost_changes(old: tuple, new: tuple, threshold: CostThreshold) -> list[Figure]:
     changes = []
     for (key, words), before, after in zip(COST_FIGURES, old, new):
-        if before is None or after is None or before == after:
-            continue
-        field = key.rpartition(".")[2]
-        size = field in COST_SIZES
-        if size and abs(after - before) < threshold.floor_bytes:
-            continue
-        if before and abs(after - before) / before < threshold.relative:
-            continue
-        shown = bytes_text if size else (lambda n: f"{n:,}")
-        change = f" ({(after - before) / before:+.0%})".replace("%", " %") if before else ""
-        changes.append(("cost", f"{words} {shown(before)} → {shown(after)}{change}"))
+        size = key.rpartition(".")[2] in COST_SIZES
+        if _moved(before, after, size, threshold):
+            changes.append(Figure("cost", words, before, after, size))
+    return changes
+
+
+def _estimate_changes(old: Face, new: Face, threshold: CostThreshold) -> list[Figure]:
+    """The planner's size and row estimates of each join's sides (what JoinSelection
+    compares), where both plans have the same joins."""
+    if old.estimates is None or new.estimates is None or len(old.estimates) != len(new.estimates) \
+            or _order_changed(old.nodes, new.nodes):
+        return []
+    changes = []
+    for i, (before, after) in enumerate(zip(old.estimates, new.estimates), start=1):
+        where = f"join #{i}" + _tables_words(old.nodes[i - 1] if old.nodes and len(old.nodes) >= i else None)
+        for index, (side, what, size) in enumerate((("left", "size", True), ("left", "rows", False),
+                                                   ("right", "size", True), ("right", "rows", False))):
+            if _moved(before[index], after[index], size, threshold):
+                changes.append(Figure("estimates", f"{where} {side} {what}", before[index], after[index], size))
     return changes
 
 
@@ -152,6 +190,10 @@ class Face(NamedTuple):
     # the joins inside the initial plan's subqueries: per subquery, (strategy, build side,
     # join type) of each node; None where they were not read (through Connect)
     subqueries: tuple | None = None
+    # every join node of the initial plan, top first: (strategy, build side, join type, tables or None)
+    nodes: tuple = ()
+    # per join of the optimized plan: (left size, left rows, right size, right rows); None unread
+    estimates: tuple | None = None
 
 
 def _subquery_joins(record: dict) -> tuple | None:
@@ -179,7 +221,57 @@ def face(record: dict) -> Face:
                 error=(observed.get("error") or {}).get("class"), warnings=frozenset(observed.get("warnings") or []),
                 warnings_unseen="warnings" in (observed.get("unavailable") or []),
                 bug_id=(record.get("bug") or {}).get("id", ""), cost=_cost_figures(observed.get("cost")),
-                subqueries=_subquery_joins(record))
+                subqueries=_subquery_joins(record), nodes=_nodes(record),
+                estimates=_estimates(observed.get("estimates")))
+
+
+def _nodes(record: dict) -> tuple:
+    joins = (record["observed"].get("initial") or {}).get("joins") or []
+    return tuple((j["strategy"], j["build_side"], join_type_name(j.get("join_type")),
+                  tuple(sorted(j["tables"])) if j.get("tables") else None) for j in joins)
+
+
+def _estimates(estimates: list | None) -> tuple | None:
+    if estimates is None:
+        return None
+    return tuple((e["left"].get("size_in_bytes"), e["left"].get("row_count"),
+                  e["right"].get("size_in_bytes"), e["right"].get("row_count")) for e in estimates)
+
+
+def _tables_words(node: tuple | None) -> str:
+    return f" ({'+'.join(node[3])})" if node and node[3] else ""
+
+
+def _order_changed(old: tuple, new: tuple) -> bool:
+    return len(old) != len(new) or any(o[3] != n[3] for o, n in zip(old, new))
+
+
+def _order_words(nodes: tuple) -> str:
+    if not nodes:
+        return "no join"
+    return f"{len(nodes)} join(s): " + ", ".join(f"#{i} {'+'.join(n[3]) if n[3] else '?'}"
+                                                 for i, n in enumerate(nodes, start=1))
+
+
+def _node_changes(old: Face, new: Face) -> list[tuple[str, str]]:
+    """Below the top join (whose strategy and build side _plan_changes compares): each
+    node's strategy and build side, every node's join type, and the join order (the
+    tables under each node, top first)."""
+    if _order_changed(old.nodes, new.nodes):
+        if len(old.nodes) <= 1 and len(new.nodes) <= 1 and (not old.nodes or not new.nodes or old.nodes[0][3] is None):
+            return []  # one join or none: the strategy says it
+        return [("join order", f"initial: {_order_words(old.nodes)} → {_order_words(new.nodes)}")]
+    changes = []
+    for i, (o, n) in enumerate(zip(old.nodes, new.nodes), start=1):
+        where = f"initial join #{i}{_tables_words(o)}"
+        if i > 1 and o[0] != n[0]:
+            changes.append(("strategy", f"{where}: {describe_join(dict(zip(('strategy', 'build_side'), o)))} → "
+                                        f"{describe_join(dict(zip(('strategy', 'build_side'), n)))}"))
+        elif i > 1 and o[1] != n[1] and UNAVAILABLE not in (o[1], n[1]):
+            changes.append(("build side", f"{where}: {o[0]} build {o[1]} → build {n[1]}"))
+        if o[2] != n[2] and o[2] and n[2]:
+            changes.append(("join type", f"{where}: {o[2]} → {n[2]}"))
+    return changes
 
 
 def case_changes(old: dict, new: dict, threshold: CostThreshold = CostThreshold()) -> list[tuple[str, str]]:
@@ -193,7 +285,7 @@ def face_changes(old: Face, new: Face, threshold: CostThreshold = CostThreshold(
         side = "old" if old.incomparable else "new"
         why = old.incomparable or new.incomparable
         return (("not comparable", f"{why} on the {side} version ({old.status} → {new.status})"),)
-    changes = _plan_changes(old, new)
+    changes = _plan_changes(old, new) + _node_changes(old, new)
     if None not in (old.subqueries, new.subqueries) and old.subqueries != new.subqueries:
         changes.append(("subqueries", f"initial: {_describe_subqueries(old.subqueries)} → "
                                       f"{_describe_subqueries(new.subqueries)}"))
@@ -210,8 +302,7 @@ def face_changes(old: Face, new: Face, threshold: CostThreshold = CostThreshold(
         parts = [f"+ {w}" for w in sorted(new.warnings - old.warnings)] + \
                 [f"- {w}" for w in sorted(old.warnings - new.warnings)]
         changes.append(("warnings", "; ".join(parts)))
-    if old.cost and new.cost:
-        changes += _cost_changes(old.cost, new.cost, threshold)
+    changes += [(figure.kind, figure.text) for figure in _figures(old, new, threshold)]
     bug_id = new.bug_id or old.bug_id
     if new.status == "known_bug" and old.status != "known_bug":
         changes.insert(0, ("known bug", f"bug appears: {bug_id}"))
@@ -223,6 +314,12 @@ def face_changes(old: Face, new: Face, threshold: CostThreshold = CostThreshold(
             and not (old.deployment_limit or new.deployment_limit):
         changes.append(("status", f"{old.status} → {new.status}"))
     return tuple(changes)
+
+
+@functools.lru_cache(maxsize=65536)
+def _figures(old: Face, new: Face, threshold: CostThreshold) -> tuple:
+    costs = _cost_changes(old.cost, new.cost, threshold) if old.cost and new.cost else []
+    return tuple(_estimate_changes(old, new, threshold) + costs)
 
 
 def _deployment_limit(record: dict) -> bool:
@@ -280,14 +377,81 @@ def load_results(report_dir: str, version: str) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def format_diff(old_version: str, new_version: str, grouped: dict) -> str:
+def kind_counts(grouped: dict) -> dict[str, int]:
+    """kind → how many cases changed in that way (a case may count under several)."""
+    return {kind: len({case for case, _ in grouped[kind]}) for kind in KINDS if grouped[kind]}
+
+
+def largest_changes(old: dict, new: dict, faces: dict | None = None, threshold: CostThreshold = CostThreshold(),
+                    limit: int = 20) -> list[tuple[str, Figure]]:
+    """The estimates and cost figures that moved furthest (either way), with their case."""
+    faces = {} if faces is None else faces
+    old_cases = {c["case_id"]: c for c in old["cases"]}
+    moved = []
+    for record in new["cases"]:
+        before = old_cases.get(record["case_id"])
+        if before is None:
+            continue
+        old_face = faces.setdefault(id(before), face(before))
+        new_face = faces.setdefault(id(record), face(record))
+        if old_face.incomparable or new_face.incomparable:
+            continue
+        moved += [(record["case_id"], figure) for figure in _figures(old_face, new_face, threshold)]
+    moved.sort(key=lambda item: (-item[1].magnitude, item[0], item[1].words))
+    return moved[:limit]
+
+
+def side_by_side(old: dict, new: dict) -> list[tuple[str, str, str, bool]]:
+    """The join nodes of both initial plans, row by row: (place, before, after, differs)."""
+    before, after = face(old).nodes, face(new).nodes
+    rows = []
+    for i in range(max(len(before), len(after))):
+        texts = [describe_join(dict(zip(("strategy", "build_side", "join_type", "tables"), nodes[i])),
+                               join_type=True, tables=True) if i < len(nodes) else "—" for nodes in (before, after)]
+        rows.append((f"#{i + 1}", texts[0], texts[1], texts[0] != texts[1]))
+    return rows
+
+
+def plan_changed_cases(grouped: dict) -> list[str]:
+    return sorted({case for kind in PLAN_KINDS for case, _ in grouped.get(kind, [])})
+
+
+def format_diff(old_version: str, new_version: str, grouped: dict, largest: list | None = None,
+                nodes: dict | None = None, shown_nodes: int = 30) -> str:
+    """The diff in the terminal: cases by kind with counts; with a workload's extras, the
+    largest estimate and cost changes and each changed plan's join nodes side by side."""
     changed = {case for kind, entries in grouped.items() if kind != UNSEEN for case, _ in entries}
     lines = [f"Spark {old_version} → {new_version}: {len(changed)} case(s) differ"]
+    counts = kind_counts(grouped)
+    if counts:
+        lines.append("by kind: " + " · ".join(f"{kind} {count}" for kind, count in counts.items()))
     for kind in KINDS:
         if grouped[kind]:
             lines.append(f"\n{kind} ({len(grouped[kind])})")
             lines.extend(f"  {case}: {text}" for case, text in grouped[kind])
+    if largest:
+        lines.append(f"\nlargest estimate and cost changes ({len(largest)})")
+        lines.extend(f"  {case}: {figure.kind}: {figure.text}" for case, figure in largest)
+    for case in list(nodes or {})[:shown_nodes]:
+        rows = nodes[case]
+        width = max(len(row[1]) for row in rows)
+        lines.append(f"\n{case}: join nodes, {old_version} | {new_version}")
+        lines.extend(f"  {'≠' if differs else ' '} {place:>4} {before:<{width}} | {after}"
+                     for place, before, after, differs in rows)
+    if nodes and len(nodes) > shown_nodes:
+        lines.append(f"\n… and {len(nodes) - shown_nodes} more changed plans (summary.md lists them all)")
     return "\n".join(lines)
+
+
+def workload_extras(old: dict, new: dict, grouped: dict, threshold: CostThreshold = CostThreshold(),
+                    faces: dict | None = None) -> tuple[list, dict]:
+    """(the 20 largest estimate and cost changes, case id → its join nodes side by side,
+    for each case whose plan changed)."""
+    old_cases = {c["case_id"]: c for c in old["cases"]}
+    new_cases = {c["case_id"]: c for c in new["cases"]}
+    nodes = {case: side_by_side(old_cases[case], new_cases[case]) for case in plan_changed_cases(grouped)
+             if case in old_cases and case in new_cases}
+    return largest_changes(old, new, faces, threshold), {case: rows for case, rows in nodes.items() if rows}
 
 
 def parse_kinds(text: str) -> tuple[str, ...]:
@@ -319,9 +483,10 @@ def parse_threshold(relative: str, floor: str) -> CostThreshold:
 def main(old_version: str, new_version: str, report_dir: str = "reports", fail_on: tuple[str, ...] = (),
          threshold: CostThreshold = CostThreshold()) -> int:
     """0, or 1 when a case changed in one of the `fail_on` kinds (for a CI job)."""
-    grouped = diff_results(load_results(report_dir, old_version), load_results(report_dir, new_version),
-                           threshold=threshold)
-    print(format_diff(old_version, new_version, grouped))
+    old, new = load_results(report_dir, old_version), load_results(report_dir, new_version)
+    grouped = diff_results(old, new, threshold=threshold)
+    largest, nodes = workload_extras(old, new, grouped, threshold)
+    print(format_diff(old_version, new_version, grouped, largest, nodes))
     failing = [kind for kind in fail_on if grouped[kind]]
     if failing:
         print(f"\nfailing: changes of kind {', '.join(failing)} (--fail-on)")

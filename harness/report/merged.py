@@ -26,6 +26,9 @@ from harness.report.version_report import top_join
 from harness.spark.engines import ENGINES
 
 
+# The changed plans whose join nodes a version pair's view shows side by side.
+MAX_SIDE_BY_SIDE = 100
+
 def engine_label(version: str, engine: str) -> str:
     """The column of a version's run under a native engine: `4.1.4 comet`."""
     return f"{version} {engine}"
@@ -188,13 +191,20 @@ def matrix_data(results: dict[str, dict], links: dict[str, str] | None = None,
                    "seconds": round(doc["summary"]["total_case_seconds"], 1), "java": doc["versions"]["java"],
                    "reused": doc["summary"].get("reused", 0), "items": len(doc["cases"]),
                    "python": doc["versions"]["python"]} for v, doc in results.items()}
-    upgrades, faces = {}, {}
+    upgrades, extras, faces = {}, {}, {}
     for i, old in enumerate(versions):
         for new in versions[i + 1:]:
             grouped = diff.diff_results(results[old], results[new], faces)
             upgrades[f"{old}|{new}"] = {kind: entries for kind, entries in grouped.items() if entries}
+            largest, nodes = diff.workload_extras(results[old], results[new], grouped, faces=faces)
+            # the join nodes side by side for neighbouring versions and the whole span (the
+            # page's first views), not for every pair: a workload's page stays small
+            sided = new == versions[i + 1] or (i == 0 and new == versions[-1])
+            extras[f"{old}|{new}"] = {"largest": [[case, figure.kind, figure.text] for case, figure in largest],
+                                      "nodes": dict(list(nodes.items())[:MAX_SIDE_BY_SIDE]) if sided else {},
+                                      "nodes_total": len(nodes)}
     return {"versions": versions, "rows": sorted(rows.values(), key=lambda r: (r["file"], r["id"])),
-            "summary": summary, "upgrades": upgrades, "files": scenario_texts(rows),
+            "summary": summary, "upgrades": upgrades, "upgrade_extras": extras, "files": scenario_texts(rows),
             "strategies": sorted({s for doc in summary.values() for s in doc["by_strategy"]}),
             "trees": [json.loads(key) for key in trees]}
 

@@ -125,13 +125,34 @@ def _changes(previous: tuple[str, dict], version: str, results: dict) -> list[st
     grouped = diff.diff_results(old_results, results)
     changed = {case for entries in grouped.values() for case, _ in entries}
     lines = [f"### Changes since Spark {_escape(old_version)} ({len(changed)} cases)", ""]
+    counts = diff.kind_counts(grouped)
+    if counts:
+        lines += ["Cases by kind: " + " · ".join(f"{_escape(kind)} {count}" for kind, count in counts.items()), ""]
     for kind in diff.KINDS:
         entries = grouped[kind]
         if entries:
             lines.append(f"**{_escape(kind)}** ({len(entries)})")
             lines += _listed([f"- `{case.replace('`', '')}`: {_escape(text)[:300]}" for case, text in entries])
             lines.append("")
+    largest, nodes = diff.workload_extras(old_results, results, grouped)
+    if largest:
+        lines.append(f"**largest estimate and cost changes** ({len(largest)})")
+        lines += [f"- `{case.replace('`', '')}`: {figure.kind}: {_escape(figure.text)}" for case, figure in largest]
+        lines.append("")
+    if nodes:
+        lines += [f"**join nodes side by side** ({len(nodes)} changed plans"
+                  + (f", the first {MAX_SIDE_BY_SIDE}" if len(nodes) > MAX_SIDE_BY_SIDE else "") + ")", ""]
+        for case, rows in list(nodes.items())[:MAX_SIDE_BY_SIDE]:
+            lines += [f"`{case.replace('`', '')}`", "", f"| | {_escape(old_version)} | {_escape(version)} |",
+                      "|---|---|---|"]
+            lines += [f"| {'**≠** ' if differs else ''}{place} | {_escape(before)} | {_escape(after)} |"
+                      for place, before, after, differs in rows]
+            lines.append("")
     return lines if changed else lines + ["none"]
+
+
+# The changed plans whose join nodes summary.md shows side by side.
+MAX_SIDE_BY_SIDE = 100
 
 
 def write_summary(report_dir, version: str) -> Path | None:

@@ -513,3 +513,58 @@ expect: {{}}
     from harness.scenario.errors import ScenarioError
     with pytest.raises(ScenarioError, match=r"the listed and omitted partitions hold 60,027,997 bytes, stats.size_bytes says 60,028,003"):
         load_scenario(write_scenario(text.replace("size_bytes: 3003", "size_bytes: 3000")))
+
+
+def test_a_folder_of_queries_captured_into_one_shared_catalog_replays_each_plan(session, warehouse, tmp_path):
+    from harness.capturing.shared_catalog import SharedCatalog
+    out = tmp_path / "scenarios" / "ours"
+    out.mkdir(parents=True)
+    shared = SharedCatalog.at(out / "catalog.yaml")
+    second = "SELECT * FROM prod.sales s JOIN prod.item i ON s.item_id = i.id WHERE i.price > 95"
+    paths = [capture(QUERY, out, source="q1.sql", catalog=shared), capture(second, out, source="q2.sql", catalog=shared),
+             capture(VIEW_QUERY, out, source="q3.sql", catalog=shared)]
+    catalog = yaml.safe_load((out / "catalog.yaml").read_text())
+    assert list(catalog["tables"]) == ["sales", "item", "store", "date_dim", "pricey_items"]  # each table once
+    for path, query in zip(paths, (QUERY, second, VIEW_QUERY)):
+        data = yaml.safe_load(path.read_text())
+        assert "tables" not in data and data["catalog"] == "catalog.yaml"
+        assert "WARNING" not in path.read_text()  # the self-check read the catalog
+        record, joins, estimates = replayed_plan(session, path)
+        direct_joins, _ = direct_plan(warehouse, query)
+        assert record.status == "passed", record.message
+        assert joins == direct_joins
+    assert list(load_scenario(paths[1]).data["tables"]) == ["sales", "item"]  # reads only its own
+
+    # captured again after the warehouse changed: the catalog's statistics are refreshed
+    before = catalog["tables"]["item"]["stats"]["rows"]
+    warehouse.sql("CREATE TABLE IF NOT EXISTS prod.item_more AS SELECT * FROM prod.item")
+    try:
+        warehouse.sql("INSERT INTO prod.item SELECT id + 5000, price, name FROM prod.item_more")
+        warehouse.sql("ANALYZE TABLE prod.item COMPUTE STATISTICS FOR ALL COLUMNS")
+        capture(second, out, source="q2.sql", catalog=SharedCatalog.at(out / "catalog.yaml"))
+        refreshed = yaml.safe_load((out / "catalog.yaml").read_text())
+        assert refreshed["tables"]["item"]["stats"]["rows"] == 2 * before
+        assert list(refreshed["tables"]) == list(catalog["tables"])  # in place: the view still reads it from above
+        assert load_scenario(paths[0]).data["tables"]["item"]["stats"]["rows"] == 2 * before
+    finally:
+        warehouse.sql("INSERT OVERWRITE TABLE prod.item SELECT * FROM prod.item_more")
+        warehouse.sql("ANALYZE TABLE prod.item COMPUTE STATISTICS FOR ALL COLUMNS")
+        warehouse.sql("DROP TABLE prod.item_more")
+
+
+def test_a_name_two_databases_give_their_tables_stays_apart_in_a_shared_catalog(warehouse, tmp_path):
+    from harness.capturing.shared_catalog import SharedCatalog
+    warehouse.sql("CREATE DATABASE IF NOT EXISTS other")
+    warehouse.sql("CREATE TABLE IF NOT EXISTS other.item USING parquet AS SELECT id, price FROM prod.item LIMIT 10")
+    try:
+        out = tmp_path / "w"
+        out.mkdir()
+        shared = SharedCatalog.at(out / "catalog.yaml")
+        capture("SELECT * FROM prod.sales s JOIN prod.item i ON s.item_id = i.id", out, source="a.sql",
+                catalog=shared)
+        path = capture("SELECT * FROM prod.sales s JOIN other.item i ON s.item_id = i.id", out, source="b.sql",
+                       catalog=shared)
+        assert list(yaml.safe_load((out / "catalog.yaml").read_text())["tables"]) == ["sales", "item", "other_item"]
+        assert "other_item" in yaml.safe_load(path.read_text())["join"]["sql"]
+    finally:
+        warehouse.sql("DROP TABLE IF EXISTS other.item")

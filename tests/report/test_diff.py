@@ -172,3 +172,57 @@ def test_a_join_inside_a_subquery_that_changed_is_a_change_and_one_not_read_is_n
     grouped = diff.diff_results(old, new)
     assert grouped["subqueries"] == [("a", "initial: #1: BroadcastHashJoin (build right) · Inner → "
                                            "#1: SortMergeJoin · Inner")]
+
+
+def chain(case_id, nodes, estimates=None, cost=None):
+    """A record whose initial plan holds `nodes`: (strategy, build side, join type, tables)."""
+    from harness.core.records import PlanView
+    joins = [{"strategy": s, "build_side": b, "join_type": t, "left_keys": "List(k#1L)", "right_keys": "List(k#2L)",
+              "condition": "", "null_aware": False, "skew": False, "tables": list(tables)} for s, b, t, tables in nodes]
+    extra = {"estimates": [{"left": {"size_in_bytes": ls, "row_count": lr}, "right": {"size_in_bytes": rs, "row_count": rr}}
+                           for ls, lr, rs, rr in estimates]} if estimates else {}
+    return fake_record(case_id, status="observed", initial=PlanView(joins=joins), **extra)
+
+
+BHJ, SMJ = ("BroadcastHashJoin", "right"), ("SortMergeJoin", "none")
+
+
+def test_a_workload_diff_compares_every_join_node_its_type_and_the_join_order():
+    top = (*BHJ, "Inner", ("a", "b", "c"))
+    old = {"cases": [chain("q1", [top, (*BHJ, "Inner", ("a", "b"))]),
+                     chain("q2", [top, (*BHJ, "LeftSemi", ("a", "c"))]),
+                     chain("q3", [top, (*BHJ, "Inner", ("a", "b"))]),
+                     chain("q4", [top, (*BHJ, "Inner", ("a", "b"))])]}
+    new = {"cases": [chain("q1", [top, (*SMJ, "Inner", ("a", "b"))]),
+                     chain("q2", [top, (*BHJ, "Inner", ("a", "c"))]),
+                     chain("q3", [top, (*BHJ, "Inner", ("a", "c"))]),
+                     chain("q4", [top, (*BHJ, "Inner", ("a", "b"))])]}
+    grouped = diff.diff_results(old, new)
+    assert grouped["strategy"] == [("q1", "initial join #2 (a+b): BroadcastHashJoin (build right) → SortMergeJoin")]
+    assert grouped["join type"] == [("q2", "initial join #2 (a+c): LeftSemi → Inner")]
+    assert grouped["join order"] == [("q3", "initial: 2 join(s): #1 a+b+c, #2 a+b → 2 join(s): #1 a+b+c, #2 a+c")]
+    assert diff.kind_counts(grouped) == {"strategy": 1, "join order": 1, "join type": 1}
+    largest, nodes = diff.workload_extras(old, new, grouped)
+    assert list(nodes) == ["q1", "q2", "q3"] and largest == []
+    assert nodes["q1"] == [("#1", "BroadcastHashJoin (build right) · Inner of a+b+c",
+                            "BroadcastHashJoin (build right) · Inner of a+b+c", False),
+                           ("#2", "BroadcastHashJoin (build right) · Inner of a+b", "SortMergeJoin · Inner of a+b", True)]
+    text = diff.format_diff("3.5.9", "4.3.0", grouped, largest, nodes)
+    assert "by kind: strategy 1 · join order 1 · join type 1" in text
+    assert "q1: join nodes, 3.5.9 | 4.3.0\n" in text
+    assert "  ≠   #2 BroadcastHashJoin (build right) · Inner of a+b   | SortMergeJoin · Inner of a+b" in text
+
+
+def test_estimates_beyond_the_threshold_are_changes_and_the_largest_are_listed_first():
+    nodes = [(*BHJ, "Inner", ("a", "b"))]
+    old = {"cases": [chain(f"q{i}", nodes, estimates=[(10 << 30, 1000, 1 << 20, 100)]) for i in range(25)]}
+    new = {"cases": [chain(f"q{i}", nodes, estimates=[(10 << 30, 1000, (1 << 20) * (i + 1), 100 + i)])
+                     for i in range(25)]}
+    grouped = diff.diff_results(old, new)
+    # q0 is unchanged, q1's right side doubled: a change; a 20 % move under 64 KiB is not
+    assert ("q1", "join #1 (a+b) right size 1024.0 KiB → 2.0 MiB (+100 %)") in grouped["estimates"]
+    assert "q0" not in {case for case, _ in grouped["estimates"]}
+    largest = diff.largest_changes(old, new)
+    assert len(largest) == 20 and largest[0][0] == "q24" and largest[0][1].text == \
+        "join #1 (a+b) right size 1024.0 KiB → 25.0 MiB (+2400 %)"
+    assert [figure.magnitude for _, figure in largest] == sorted((f.magnitude for _, f in largest), reverse=True)
