@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 SCENARIO_WORKERS := -n auto
 export PYTEST_XDIST_AUTO_NUM_WORKERS = $(WORKERS)
 
-.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes bench-capture bench-partitions bench-cost bench-engine matrix merge accept diff flakes cluster-test connect-test test-browser clean
+.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes bench-capture bench-partitions bench-cost bench-engine bench-workload matrix merge accept diff flakes cluster-test connect-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -74,6 +74,9 @@ bench-engine: env
 
 ## wall time of the whole matrix, per version and in total (VERSIONS= as for matrix;
 ## BASELINE=DIR compares every version's results with an earlier run's report folder)
+bench-workload: env
+	$(PY) bench/bench_workload.py $(if $(QUERIES),--queries $(QUERIES))
+
 bench-matrix: env
 	$(PY) bench/bench_matrix.py $(VERSIONS) $(if $(BASELINE),--baseline $(BASELINE)) $(if $(JOBS),--jobs $(JOBS))
 

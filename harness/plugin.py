@@ -19,7 +19,7 @@ from harness.check import expect
 from harness.core.files import TEMP_MARK
 from harness.core.options import RunOptions
 from harness.core.text import one_line
-from harness.plugin_items import AgreementItem, ScenarioFile
+from harness.plugin_items import AgreementItem, ScenarioFile, judge_own_share
 from harness.plugin_reporter import HarnessReporter
 from harness.plugin_state import OPTIONS, REUSE, REUSED_KEY, flake_runs, previous_durations
 from harness.report import version_report
@@ -325,6 +325,13 @@ def _session_conf(config) -> dict:
 def _runs_scenarios(config) -> bool:
     args = config.args or [str(config.rootpath)]
     return any("scenarios" in Path(a.split("::")[0]).resolve().parts or a.endswith((".yaml", ".yml")) for a in args)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session):
+    """An xdist worker judges the SQL of its share of the files before collecting them all."""
+    if _runs_scenarios(session.config) and REUSE in session.config.stash:
+        judge_own_share(session.config, scenario_files(session.config.args or [str(session.config.rootpath)]))
 
 
 def pytest_collect_file(file_path: Path, parent):

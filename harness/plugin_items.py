@@ -4,7 +4,11 @@ per join type; an item runs its case on this worker's session, or judges a store
 observation again, and hands its record to the controller."""
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import time
+from pathlib import Path
 
 import pytest
 
@@ -78,21 +82,76 @@ class ScenarioFile(pytest.File):
             raise ScenarioError(self.path, scenario.line_of("id"), "id",
                                 f"duplicate id '{scenario.id}' (already used by {owner})")
         cases = expand(scenario)
-        from harness.check.runner import check_sql
-        from harness.spark.session import get_session
-        reuse = self.config.stash[REUSE]
         for checked in {id(c.scenario): c.scenario for c in cases}.values():  # a synthetic twin too
-            if reuse is not None and reuse.sql_checked(checked):
-                continue  # the same SQL passed on this Spark and harness: no session needed
-            check_sql(get_session(options_of(self.config)), checked)
-            if reuse is not None:
-                reuse.sql_passed(checked)
+            judge_sql(self.config, checked, wait=True)
         return scenario, cases
 
     def repr_failure(self, excinfo):
         if isinstance(excinfo.value, ScenarioError):
             return str(excinfo.value)
         return one_line(f"{self.path}: cannot be loaded ({excinfo.type.__name__}: {excinfo.value})")
+
+
+# How long a worker waits for the verdict another worker owns before judging it itself.
+SHARED_VERDICT_WAIT_S = 60.0
+
+
+def _owns(path) -> bool:
+    """Whether this process judges the file's SQL: every xdist worker collects every file,
+    so each judges its share (by a digest of the path) and reads the others' verdicts
+    from the store; a process outside xdist judges all."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count < 2:
+        return True
+    share = int(hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest(), 16) % count
+    return share == int(worker[2:])
+
+
+def judge_sql(config, scenario, wait: bool) -> None:
+    """The SQL guard's verdict on a loaded scenario (harness.spark.sql_guard): the store's,
+    made before on this Spark and harness or by another worker of this run; else judged
+    here (or, `wait`, first awaited from the worker that owns it) and kept. A refusal
+    raises its ScenarioError."""
+    from harness.check.runner import check_sql
+    from harness.spark import sql_guard
+    from harness.spark.session import get_session
+    reuse = config.stash[REUSE]
+    if reuse is None:
+        check_sql(get_session(options_of(config)), scenario)
+        return
+    verdict = reuse.sql_verdict(scenario)
+    if verdict is None and wait and not _owns(scenario.path):
+        deadline = time.monotonic() + SHARED_VERDICT_WAIT_S
+        while verdict is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+            verdict = reuse.sql_verdict(scenario)
+    if verdict is None:
+        try:
+            check_sql(get_session(options_of(config)), scenario)
+            verdict = True
+        except ScenarioError as refusal:
+            verdict = refusal
+        reuse.keep_sql_verdict(scenario, None if verdict is True else verdict)
+    sql_guard.remember_verdict(scenario, None if verdict is True else verdict)
+    if verdict is not True:
+        raise verdict
+
+
+def judge_own_share(config, paths) -> None:
+    """Before an xdist worker collects: the SQL of the files it owns judged at once, so
+    that the other workers, judging theirs meanwhile, find them in the store."""
+    if config.stash[REUSE] is None or os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") == "1":
+        return
+    for path in paths:
+        if not _owns(path):
+            continue
+        try:
+            reuse = config.stash[REUSE]
+            scenarios = {id(c.scenario): c.scenario for c in expand(load_once(path, reuse.parsed))}
+            for scenario in scenarios.values():
+                judge_sql(config, scenario, wait=False)
+        except Exception:  # the file's collection says what is wrong with it
+            continue
 
 
 class CaseFailed(Exception):

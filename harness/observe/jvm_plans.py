@@ -201,16 +201,26 @@ def subquery_joins(physical_plan, table_names: dict | None = None) -> list[dict]
 OPAQUE_LEAVES = ("AdaptiveSparkPlan", "ReusedExchange", "ReusedSubquery")
 
 
+# Every join operator's name holds one of these (Spark's, and a native engine's
+# CometBroadcastHashJoin, ...JoinExecTransformer): a plan text without them has no join.
+JOIN_WORD = re.compile(r"Join|CartesianProduct")
+
+
 def _holds_no_subquery(plan) -> bool:
-    """Whether the plan holds no subquery, in a few JVM calls where its root reaches its
-    whole tree (an adaptive plan before it runs, a static plan): the root's subqueriesAll
-    (nested ones included) is empty and no leaf is a query stage or another wrapper. Most
-    plans hold none; walking every operator for them cost as much as reading the joins.
-    False where that cannot be told so (then the plan is walked)."""
+    """Whether the plan holds no subquery with a join, in a few JVM calls where its root
+    reaches its whole tree (an adaptive plan before it runs, a static plan): no plan of
+    the root's subqueriesAll (nested ones included) names a join operator in its tree
+    string — most plans hold no subquery, and a dynamic pruning subquery only a scan
+    under a broadcast — and no leaf is a query stage or another wrapper. Walking every
+    operator for them cost as much as reading the joins. False where that cannot be told
+    so (then the plan is walked)."""
     root = plan.executedPlan() if _kind(plan) == "AdaptiveSparkPlan" else plan
     try:
-        if root.subqueriesAll().size():
-            return False
+        subqueries = root.subqueriesAll()
+        for i in range(subqueries.size()):
+            text = _safe_str(subqueries.apply(i).treeString)
+            if not text or JOIN_WORD.search(text):  # unreadable: walked
+                return False
         leaves = root.collectLeaves()
         kinds = [_raw_kind(leaves.apply(i)) for i in range(leaves.size())]
     except Exception:  # a plan object without these (not a Spark plan)

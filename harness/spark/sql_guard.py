@@ -29,6 +29,7 @@ then neither the cross-strategy check nor the flake finder compares its checksum
 """
 from __future__ import annotations
 
+import json
 import re
 
 from harness.core.text import one_line, quoted_identifier
@@ -213,6 +214,15 @@ def nondeterministic_expression(plan, tree=None) -> str | None:
 
 
 def _nondeterministic_in(plan) -> str | None:
+    """The innermost non-deterministic expression of a plan, subqueries included. From 3.3
+    a plan says in one call that it holds none (`QueryPlan.deterministic`: its expressions
+    and children, a subquery expression's plan included; measured to agree with the walk
+    on 3.3.4-4.3.0), which most plans do: only a plan that holds one is walked to name it."""
+    try:
+        if plan.deterministic():
+            return None
+    except Exception:  # before 3.3: no such method
+        pass
     stack = [plan]
     while stack:
         node = stack.pop()
@@ -277,10 +287,19 @@ def check_scenario(spark, scenario) -> None:
     once_per_session(scenario, id(spark), refusal)
 
 
+# The session key of a verdict read from the result store (made on this Spark and harness).
+STORED_VERDICT = "stored"
+
+
+def remember_verdict(scenario, refusal) -> None:
+    """A verdict the store holds for this scenario, taken for every session of this Spark."""
+    scenario.sql_verdict = (STORED_VERDICT, refusal)
+
+
 def once_per_session(scenario, session_key, refusal) -> None:
     """The scenario's SQL verdict, kept on the loaded scenario per session: `refusal()`
     (a ScenarioError, or None when accepted) is asked once, and raised every time."""
-    if scenario.sql_verdict is None or scenario.sql_verdict[0] != session_key:
+    if scenario.sql_verdict is None or scenario.sql_verdict[0] not in (session_key, STORED_VERDICT):
         scenario.sql_verdict = (session_key, refusal())
     if scenario.sql_verdict[1] is not None:
         raise scenario.sql_verdict[1]
@@ -390,18 +409,33 @@ def _stand_ins(spark, scenario, varies: bool) -> dict:
         if is_derived(spec):
             _stand_in_derived(spark, scenario, name, spec, frames, varies)
             continue
+        has_sql = "filter" in spec or any("expr" in column for column in spec.get("columns", {}).values())
+        key = None if has_sql else (id(spark), scenario.seed, name, json.dumps(spec, sort_keys=True, default=str))
+        if key in _PLAIN_STAND_INS:
+            frames[name] = _PLAIN_STAND_INS[key]
+            continue
         try:
             frame = datagen.stand_in_table(spark, scenario.seed, name, spec)
         except Exception as exc:
             _refused_by_spark(exc, _table_field(scenario.data, name))
             continue  # the case reports why the table cannot be built
-        if "filter" in spec or any("expr" in column for column in spec.get("columns", {}).values()):
+        if has_sql:
             try:
                 check_analysed(frame, set(), allow_relations=False, varies=varies)
             except SqlRefused as exc:
                 raise SqlRefused(_table_field(scenario.data, name), str(exc)) from None
         frames[name] = _empty_like(spark, frame)
+        if key is not None:
+            if len(_PLAIN_STAND_INS) >= 2048:
+                _PLAIN_STAND_INS.clear()
+            _PLAIN_STAND_INS[key] = frames[name]
     return frames
+
+
+# Stand-ins of tables with no SQL of their own (statistics-only, literal, generated without
+# `expr`), per session and spec: a DataFrame is an immutable plan, and a workload's
+# scenarios read the same catalog tables again and again.
+_PLAIN_STAND_INS: dict = {}
 
 
 def _empty_like(spark, frame):

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 from harness.check import agreement, runner
 from harness.core.options import RunOptions
 from harness.core.records import AgreementRecord, CaseRecord, ItemRecord, Observation
+from harness.scenario.errors import ScenarioError
 from harness.scenario.model import Case, Scenario
 from harness.store import fingerprint
 from harness.store.parsed import ParsedScenarios
@@ -133,7 +134,7 @@ class Reuse:
             checks = agreement.agreement_representatives(cases) if with_checks else []
             keys = [self.key(c, CASE) for c in cases] + [self.key(c, AGREEMENT) for c in checks
                                                         if not agreement.nothing_to_compare(c)]
-            if not all(self.sql_checked(s) for s in {id(c.scenario): c.scenario for c in cases}.values()) \
+            if any(self.sql_verdict(s) is None for s in {id(c.scenario): c.scenario for c in cases}.values()) \
                     or not all(map(self.store.has, keys)):
                 missing += 1
         return missing
@@ -143,13 +144,21 @@ class Reuse:
         versions = {"spark": self.env.spark, "java": self.env.java, "python": self.env.python}
         return runner.absent_session(versions, self.options.master, None, self.options.observe)
 
-    def sql_checked(self, scenario: Scenario) -> bool:
-        """The scenario's SQL passed the guard on this Spark and harness before."""
-        return not self.fresh and self.store.get(fingerprint.sql_check_key(scenario, self.env)) is not None
+    def sql_verdict(self, scenario: Scenario):
+        """The guard's verdict on the scenario's SQL on this Spark and harness, where the
+        store has one (a --fresh run takes only its own run's, which another of its
+        workers may have made): True (it passed), a ScenarioError (refused), or None."""
+        stored = self.store.get(fingerprint.sql_check_key(scenario, self.env))
+        if stored is None or (self.fresh and stored.stamp.id != self.stamp.id):
+            return None
+        refused = stored.payload.get("refused")
+        return ScenarioError(*refused) if refused else True
 
-    def sql_passed(self, scenario: Scenario) -> None:
+    def keep_sql_verdict(self, scenario: Scenario, refusal: Optional[ScenarioError]) -> None:
+        payload = {"passed": True} if refusal is None else \
+            {"refused": [refusal.path, refusal.line, refusal.field_path, refusal.message]}
         self.store.put(fingerprint.sql_check_key(scenario, self.env), "sql-check", scenario.id, self.env.spark,
-                       {"passed": True}, self.stamp, 0.0)
+                       payload, self.stamp, 0.0)
 
 
 def open_reuse(options: RunOptions, folder: str, stamp: RunStamp, fresh: bool,

@@ -102,7 +102,8 @@ def test_the_subquery_shortcut_reads_what_the_walk_reads(session, monkeypatch):
     spark.range(1000).selectExpr("id AS k", "id % 10 AS g").createOrReplaceTempView("sq_a")
     spark.range(100).selectExpr("id AS k", "id % 5 AS r").createOrReplaceTempView("sq_b")
     queries = ["SELECT * FROM sq_a JOIN sq_b ON sq_a.k = sq_b.k",
-               "SELECT sq_a.k, (SELECT max(x.r) FROM sq_b x JOIN sq_b y ON x.k = y.k) FROM sq_a"]
+               "SELECT sq_a.k, (SELECT max(x.r) FROM sq_b x JOIN sq_b y ON x.k = y.k) FROM sq_a",
+               "SELECT sq_a.k, (SELECT max(r) FROM sq_b) FROM sq_a"]
     found = []
     try:
         for aqe in ("false", "true"):
@@ -122,4 +123,8 @@ def test_the_subquery_shortcut_reads_what_the_walk_reads(session, monkeypatch):
                     found.append(len(quick))
     finally:
         spark.conf.unset("spark.sql.adaptive.enabled")
-    assert found == [0, 0, 1, 1, 0, 0, 1, 1]
+    assert found == [0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0]
+    # a subquery that holds no join (a dynamic pruning subquery over a broadcast scan, a
+    # scalar aggregate) is told so without a walk
+    assert jvm_plans._holds_no_subquery(jvm_plans.current_plan(spark.sql(queries[2])))
+    assert not jvm_plans._holds_no_subquery(jvm_plans.current_plan(spark.sql(queries[1])))
