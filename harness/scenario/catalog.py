@@ -179,8 +179,21 @@ def tables_read(catalog: Catalog, data: dict) -> list[str]:
         name = by_lower.get(word)
         if name is not None and name not in read:
             read.add(name)
-            pending |= _words(catalog.tables[name], set()) - {w for w in map(str.lower, read)}
+            pending |= _table_words(catalog.tables[name]) - {w for w in map(str.lower, read)}
     return [name for name in catalog.tables if name in read]
+
+
+# A catalog table's words, by identity: one object read by every scenario of a workload.
+_TABLE_WORDS: dict = {}
+
+
+def _table_words(spec: dict) -> set:
+    known = _TABLE_WORDS.get(id(spec))
+    if known is None or known[0] is not spec:
+        if len(_TABLE_WORDS) >= 8192:
+            _TABLE_WORDS.clear()
+        known = _TABLE_WORDS[id(spec)] = (spec, frozenset(_words(spec, set())))
+    return set(known[1])
 
 
 def with_catalog_tables(path: Path, data: dict, lines: dict) -> tuple[dict, dict, list]:

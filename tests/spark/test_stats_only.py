@@ -160,3 +160,28 @@ def test_a_partitioned_table_with_no_partition_is_sized_by_its_statistics_until_
     assert _scan_size(spark, "SELECT * FROM partitioned_empty") == PARTITIONED["stats"]["size_bytes"]
     assert _scan_size(spark, "SELECT * FROM partitioned_empty WHERE day = DATE'2024-01-03'") == 1
     assert spark.sql("SHOW PARTITIONS partitioned_empty").collect() == []
+
+
+def test_a_shared_catalogs_tables_are_created_once_per_worker_whatever_reads_them(session, tmp_path, monkeypatch):
+    """Every query of a workload reads the catalog's tables; each is created in the
+    worker's catalog once (its name is a digest of its spec), not once per case."""
+    from harness.spark.formats import parquet
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    (folder / "catalog.yaml").write_text(
+        "tables:\n"
+        "  facts:\n    schema: {k: int, v: long}\n    stats: {size_bytes: 40000000000, rows: 900000000}\n"
+        "  dims:\n    schema: {k: int, name: string}\n    stats: {size_bytes: 2000000, rows: 20000}\n")
+    made = []
+    original = parquet.write_stats_only
+    monkeypatch.setattr(parquet, "write_stats_only", lambda spark, table, spec: (made.append(table),
+                                                                                  original(spark, table, spec)))
+    for i, where in enumerate(("", " WHERE v > 3", " WHERE k < 10")):
+        path = folder / f"q{i}.yaml"
+        path.write_text(f"id: shared_catalog_q{i}\ndescription: q\ncatalog: catalog.yaml\njoin:\n"
+                        f"  sql: SELECT * FROM facts JOIN dims USING (k){where}\n"
+                        "expect:\n  strategy: BroadcastHashJoin\n  build_side: right\n")
+        (case,) = expand(load_scenario(path))
+        record = runner.run_case(case, session)
+        assert record.status == "passed", record.message
+    assert len(made) <= 2 and len(set(made)) == len(made)  # none twice (an earlier test may have made them)

@@ -56,8 +56,17 @@ def check_catalog_layout(at: Where, where: tuple, name: str, table: dict, data: 
     if partition & set(layout.get("bucket_by", {}).get("columns", [])):
         raise at.error(where + ("bucket_by", "columns"), "a bucket column cannot also be a partition column")
     if is_stats_only(table) and partition:
-        _check_catalog_partitions(at, where, table)
+        if _PASSED_PARTITIONS.get(id(table)) is not table:
+            _check_catalog_partitions(at, where, table)
+            if len(_PASSED_PARTITIONS) >= 4096:
+                _PASSED_PARTITIONS.clear()
+            _PASSED_PARTITIONS[id(table)] = table
         _check_partitions_from_catalog(at, data)
+
+
+# Tables whose partitions passed, by identity: a shared catalog's table (one object, read by
+# every scenario of a workload) has its thousands of partitions checked once per process.
+_PASSED_PARTITIONS: dict = {}
 
 
 MANAGE_PARTITIONS = "spark.sql.hive.manageFilesourcePartitions"
