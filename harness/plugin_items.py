@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 
@@ -96,15 +95,29 @@ class ScenarioFile(pytest.File):
 SHARED_VERDICT_WAIT_S = 60.0
 
 
-def _owns(path) -> bool:
-    """Whether this process judges the file's SQL: every xdist worker collects every file,
-    so each judges its share (by a digest of the path) and reads the others' verdicts
-    from the store; a process outside xdist judges all."""
-    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if not worker.startswith("gw") or count < 2:
-        return True
-    share = int(hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest(), 16) % count
-    return share == int(worker[2:])
+def _worker(config) -> tuple[int, int]:
+    """(this xdist worker's index, the run's worker count); (0, 1) outside xdist. Read from
+    the run's own config (xdist's `workerinput`), not the environment: a pytest run inside
+    a worker (pytester) is no worker of its own."""
+    workerinput = getattr(config, "workerinput", None) or {}
+    worker, count = str(workerinput.get("workerid", "")), int(workerinput.get("workercount", 1) or 1)
+    return (int(worker[2:]), count) if worker.startswith("gw") and worker[2:].isdigit() else (0, 1)
+
+
+def _owner(config, path) -> int:
+    """The index of the worker that judges the file's SQL: every xdist worker collects
+    every file, so each judges its share (by a digest of the path) and reads the others'
+    verdicts from the store; a process outside xdist judges all."""
+    count = _worker(config)[1]
+    return int(hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest(), 16) % count if count > 1 else 0
+
+
+def _owns(config, path) -> bool:
+    return _owner(config, path) == _worker(config)[0]
+
+
+def _share_done_key(reuse, index: int) -> str:
+    return f"sql-share-done:{reuse.stamp.id}:{index}"
 
 
 def judge_sql(config, scenario, wait: bool) -> None:
@@ -120,11 +133,17 @@ def judge_sql(config, scenario, wait: bool) -> None:
         check_sql(get_session(options_of(config)), scenario)
         return
     verdict = reuse.sql_verdict(scenario)
-    if verdict is None and wait and not _owns(scenario.path):
+    if verdict is None and wait and not _owns(config, scenario.path) and reuse.store.usable():
+        # until the owner has judged it, or has gone through its whole share without
+        # (it could not: its collection says why, and so will this one's)
+        owner_done = _share_done_key(reuse, _owner(config, scenario.path))
         deadline = time.monotonic() + SHARED_VERDICT_WAIT_S
-        while verdict is None and time.monotonic() < deadline:
-            time.sleep(0.02)
+        while time.monotonic() < deadline:
+            done = reuse.store.has(owner_done)
             verdict = reuse.sql_verdict(scenario)
+            if verdict is not None or done:
+                break
+            time.sleep(0.02)
     if verdict is None:
         try:
             check_sql(get_session(options_of(config)), scenario)
@@ -140,18 +159,22 @@ def judge_sql(config, scenario, wait: bool) -> None:
 def judge_own_share(config, paths) -> None:
     """Before an xdist worker collects: the SQL of the files it owns judged at once, so
     that the other workers, judging theirs meanwhile, find them in the store."""
-    if config.stash[REUSE] is None or os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") == "1":
+    reuse = config.stash[REUSE]
+    if reuse is None or _worker(config)[1] < 2:
         return
-    for path in paths:
-        if not _owns(path):
-            continue
-        try:
-            reuse = config.stash[REUSE]
-            scenarios = {id(c.scenario): c.scenario for c in expand(load_once(path, reuse.parsed))}
-            for scenario in scenarios.values():
-                judge_sql(config, scenario, wait=False)
-        except Exception:  # the file's collection says what is wrong with it
-            continue
+    try:
+        for path in paths:
+            if not _owns(config, path):
+                continue
+            try:
+                scenarios = {id(c.scenario): c.scenario for c in expand(load_once(path, reuse.parsed))}
+                for scenario in scenarios.values():
+                    judge_sql(config, scenario, wait=False)
+            except Exception:  # the file's collection says what is wrong with it
+                continue
+    finally:
+        reuse.store.put(_share_done_key(reuse, _worker(config)[0]), "sql-share", "", reuse.env.spark, {"done": True},
+                        reuse.stamp, 0.0)
 
 
 class CaseFailed(Exception):
