@@ -351,12 +351,7 @@ def diff_results(old: dict, new: dict, faces: dict | None = None,
     """kind → [(case id, text)], over all cases of two results.json documents; `faces`
     (id of a record → its Face) spares a caller comparing many pairs recomputing them."""
     faces = {} if faces is None else faces
-
-    def face_of(record: dict) -> Face:
-        if id(record) not in faces:
-            faces[id(record)] = face(record)
-        return faces[id(record)]
-
+    face_of = functools.partial(_face_of, faces)
     old_cases = {c["case_id"]: c for c in old["cases"]}
     new_cases = {c["case_id"]: c for c in new["cases"]}
     grouped: dict[str, list[tuple[str, str]]] = {kind: [] for kind in KINDS}
@@ -368,6 +363,13 @@ def diff_results(old: dict, new: dict, faces: dict | None = None,
         for kind, text in face_changes(face_of(old_cases[case_id]), face_of(new_cases[case_id]), threshold):
             grouped[kind].append((case_id, text))
     return grouped
+
+
+def _face_of(faces: dict, record: dict) -> Face:
+    """A record's Face, computed once per record (`faces`: id of a record → its Face)."""
+    if id(record) not in faces:
+        faces[id(record)] = face(record)
+    return faces[id(record)]
 
 
 def load_results(report_dir: str, version: str) -> dict:
@@ -392,8 +394,7 @@ def largest_changes(old: dict, new: dict, faces: dict | None = None, threshold: 
         before = old_cases.get(record["case_id"])
         if before is None:
             continue
-        old_face = faces.setdefault(id(before), face(before))
-        new_face = faces.setdefault(id(record), face(record))
+        old_face, new_face = _face_of(faces, before), _face_of(faces, record)
         if old_face.incomparable or new_face.incomparable:
             continue
         moved += [(record["case_id"], figure) for figure in _figures(old_face, new_face, threshold)]
@@ -401,9 +402,10 @@ def largest_changes(old: dict, new: dict, faces: dict | None = None, threshold: 
     return moved[:limit]
 
 
-def side_by_side(old: dict, new: dict) -> list[tuple[str, str, str, bool]]:
+def side_by_side(old: dict, new: dict, faces: dict | None = None) -> list[tuple[str, str, str, bool]]:
     """The join nodes of both initial plans, row by row: (place, before, after, differs)."""
-    before, after = face(old).nodes, face(new).nodes
+    faces = {} if faces is None else faces
+    before, after = _face_of(faces, old).nodes, _face_of(faces, new).nodes
     rows = []
     for i in range(max(len(before), len(after))):
         texts = [describe_join(dict(zip(("strategy", "build_side", "join_type", "tables"), nodes[i])),
@@ -447,9 +449,10 @@ def workload_extras(old: dict, new: dict, grouped: dict, threshold: CostThreshol
                     faces: dict | None = None) -> tuple[list, dict]:
     """(the 20 largest estimate and cost changes, case id → its join nodes side by side,
     for each case whose plan changed)."""
+    faces = {} if faces is None else faces
     old_cases = {c["case_id"]: c for c in old["cases"]}
     new_cases = {c["case_id"]: c for c in new["cases"]}
-    nodes = {case: side_by_side(old_cases[case], new_cases[case]) for case in plan_changed_cases(grouped)
+    nodes = {case: side_by_side(old_cases[case], new_cases[case], faces) for case in plan_changed_cases(grouped)
              if case in old_cases and case in new_cases}
     return largest_changes(old, new, faces, threshold), {case: rows for case, rows in nodes.items() if rows}
 
@@ -484,8 +487,9 @@ def main(old_version: str, new_version: str, report_dir: str = "reports", fail_o
          threshold: CostThreshold = CostThreshold()) -> int:
     """0, or 1 when a case changed in one of the `fail_on` kinds (for a CI job)."""
     old, new = load_results(report_dir, old_version), load_results(report_dir, new_version)
-    grouped = diff_results(old, new, threshold=threshold)
-    largest, nodes = workload_extras(old, new, grouped, threshold)
+    faces: dict = {}
+    grouped = diff_results(old, new, faces, threshold=threshold)
+    largest, nodes = workload_extras(old, new, grouped, threshold, faces)
     print(format_diff(old_version, new_version, grouped, largest, nodes))
     failing = [kind for kind in fail_on if grouped[kind]]
     if failing:

@@ -122,7 +122,8 @@ def _reuse_lines(results: dict) -> list[str]:
 
 def _changes(previous: tuple[str, dict], version: str, results: dict) -> list[str]:
     old_version, old_results = previous
-    grouped = diff.diff_results(old_results, results)
+    faces: dict = {}  # each record read once, for the kinds and the workload's extras
+    grouped = diff.diff_results(old_results, results, faces)
     changed = {case for entries in grouped.values() for case, _ in entries}
     lines = [f"### Changes since Spark {_escape(old_version)} ({len(changed)} cases)", ""]
     counts = diff.kind_counts(grouped)
@@ -134,7 +135,7 @@ def _changes(previous: tuple[str, dict], version: str, results: dict) -> list[st
             lines.append(f"**{_escape(kind)}** ({len(entries)})")
             lines += _listed([f"- `{case.replace('`', '')}`: {_escape(text)[:300]}" for case, text in entries])
             lines.append("")
-    largest, nodes = diff.workload_extras(old_results, results, grouped)
+    largest, nodes = diff.workload_extras(old_results, results, grouped, faces=faces)
     if largest:
         lines.append(f"**largest estimate and cost changes** ({len(largest)})")
         lines += [f"- `{case.replace('`', '')}`: {figure.kind}: {_escape(figure.text)}" for case, figure in largest]

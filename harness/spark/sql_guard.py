@@ -29,7 +29,6 @@ then neither the cross-strategy check nor the flake finder compares its checksum
 """
 from __future__ import annotations
 
-import json
 import re
 
 from harness.core.text import one_line, quoted_identifier
@@ -410,9 +409,10 @@ def _stand_ins(spark, scenario, varies: bool) -> dict:
             _stand_in_derived(spark, scenario, name, spec, frames, varies)
             continue
         has_sql = "filter" in spec or any("expr" in column for column in spec.get("columns", {}).values())
-        key = None if has_sql else (id(spark), scenario.seed, name, json.dumps(spec, sort_keys=True, default=str))
-        if key in _PLAIN_STAND_INS:
-            frames[name] = _PLAIN_STAND_INS[key]
+        key = None if has_sql else (id(spark), scenario.seed, name, id(spec))
+        known = _PLAIN_STAND_INS.get(key)
+        if known is not None and known[0] is spec:
+            frames[name] = known[1]
             continue
         try:
             frame = datagen.stand_in_table(spark, scenario.seed, name, spec)
@@ -428,13 +428,13 @@ def _stand_ins(spark, scenario, varies: bool) -> dict:
         if key is not None:
             if len(_PLAIN_STAND_INS) >= 2048:
                 _PLAIN_STAND_INS.clear()
-            _PLAIN_STAND_INS[key] = frames[name]
+            _PLAIN_STAND_INS[key] = (spec, frames[name])
     return frames
 
 
 # Stand-ins of tables with no SQL of their own (statistics-only, literal, generated without
-# `expr`), per session and spec: a DataFrame is an immutable plan, and a workload's
-# scenarios read the same catalog tables again and again.
+# `expr`), per session and spec object (kept, so its id is not reused): a DataFrame is an
+# immutable plan, and a workload's scenarios read the same catalog table objects again and again.
 _PLAIN_STAND_INS: dict = {}
 
 
