@@ -32,7 +32,7 @@ from harness.core.text import one_line
 from harness.core.vocab import written_join_node
 from harness.observe import jvm_plans
 from harness.scenario import confs
-from harness.spark import conf_registry
+from harness.spark import conf_registry, py4j_acks
 from harness.spark.query import checksum_frame
 from harness.spark.sql_guard import (
     ANALYSIS,
@@ -516,6 +516,7 @@ def main(paths: list[str], out: str, sql: str | None, analyze: bool, master: str
     builder = SparkSession.builder.master(master or "local[2]").appName("join-harness capture")
     for key, value in spark_conf.items():
         builder = builder.config(key, value)
+    py4j_acks.install()
     spark = builder.getOrCreate()
     failures = 0
     try:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness.core.options import RunOptions
 from harness.core.vocab import PLAN_TEXT_LIMIT
-from harness.spark import class_data, engines, formats, jvm_packages, stages
+from harness.spark import class_data, engines, formats, jvm_packages, py4j_acks, stages
 from harness.spark.case_scope import CaseScope
 
 HINT_LOGGERS = ("org.apache.spark.sql.catalyst.analysis.HintErrorLogger",
@@ -153,6 +153,7 @@ class Session:
         for key, value in {**_with_jars(*self._format_confs(options), self._engine_confs(options)),
                            **options.spark_conf}.items():
             builder = builder.config(key, value)
+        py4j_acks.install()
         self.spark = builder.getOrCreate()
         self.spark.sparkContext.setLogLevel("ERROR")
         _quiet_python_side_logs()
