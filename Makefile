@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 SCENARIO_WORKERS := -n auto
 export PYTEST_XDIST_AUTO_NUM_WORKERS = $(WORKERS)
 
-.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes bench-capture bench-partitions bench-cost bench-engine bench-workload matrix merge accept diff flakes cluster-test connect-test test-browser clean
+.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes bench-capture bench-partitions bench-cost bench-engine bench-workload matrix upgrade bisect merge accept diff flakes cluster-test connect-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -85,6 +85,15 @@ bench-matrix: env
 matrix: env
 	$(PY) -m harness matrix $(VERSIONS) --workers $(WORKERS) $(if $(JOBS),--jobs $(JOBS)) $(if $(OBSERVE),--observe) \
 		$(if $(MASTER),--spark-master $(MASTER)) $(if $(ENGINE),--engine $(ENGINE)) $(STORE_ARGS)
+
+## what an upgrade changes, in which release it changed, and which config restores it: the
+## suite on FROM and TO (what is missing), their diff, bisect and configs: reports/upgrade-FROM-TO/
+upgrade: env
+	$(PY) -m harness upgrade $(FROM) $(TO) $(PATHS) --workers $(WORKERS)
+
+## in which release each change between GOOD and BAD appeared (PATHS= files or folders)
+bisect: env
+	$(PY) -m harness bisect $(PATHS) --good $(GOOD) --bad $(BAD) --workers $(WORKERS)
 
 ## every selected item RUNS times (default 3), the store bypassed, beside STRESS busy processes:
 ## exit 1 when an observation or verdict differs between runs (PATHS= files or folders, K= -k)

@@ -1,4 +1,5 @@
-"""Command line: `python -m harness diff|matrix|merge|accept|explain|capture|baseline|cluster-test|connect-test|flakes`
+"""Command line: `python -m harness diff|matrix|merge|accept|explain|capture|baseline|cluster-test|connect-test|flakes|
+bisect|upgrade`
 (see --help of each). Thin: each command parses its arguments and calls its stage."""
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = root.add_subparsers(dest="command", required=True)
     for add in (_diff_parser, _matrix_parser, _accept_parser, _explain_parser, _connect_parser, _cluster_parser,
-                _capture_parser, _baseline_parser, _merge_parser, _conf_keys_parser, _flakes_parser):
+                _capture_parser, _baseline_parser, _merge_parser, _conf_keys_parser, _flakes_parser, _bisect_parser,
+                _upgrade_parser):
         add(commands)
     return root
 
@@ -150,6 +152,48 @@ def _flakes_parser(commands) -> None:
                         help="where <version>/results.json and index.html go (default: reports/flakes)")
 
 
+def _bisect_parser(commands) -> None:
+    bisect = commands.add_parser("bisect", help="the release in which each change between two versions appeared, "
+                                                "and the config that restores the earlier behaviour")
+    bisect.add_argument("paths", nargs="*", help="scenario files or folders whose cases to search (default: all that differ)")
+    bisect.add_argument("--good", required=True, metavar="VERSION", help="the earlier PySpark release, e.g. 3.5.9")
+    bisect.add_argument("--bad", required=True, metavar="VERSION", help="the later one, e.g. 4.3.0")
+    bisect.add_argument("--report-dir", default="reports",
+                        help="where <version>/results.json of --good and --bad are read (run over PATHS when missing)")
+    bisect.add_argument("--out", default=None, help="where bisect.json and the report go (default: REPORT_DIR/upgrade-GOOD-BAD)")
+    bisect.add_argument("--store", default=None, metavar="PATH", help="the result store (default: the matrix's)")
+    bisect.add_argument("--workers", default="2")
+    bisect.add_argument("--no-configs", action="store_true", help="search releases only; try no config")
+
+
+def _upgrade_parser(commands) -> None:
+    upgrade = commands.add_parser("upgrade", help="what an upgrade changes, in which release, and which config restores it: "
+                                                  "the suite on both versions, their diff, bisect and configs, one report")
+    upgrade.add_argument("old", metavar="FROM", help="the version you run, e.g. 3.3.4")
+    upgrade.add_argument("new", metavar="TO", help="the version you upgrade to, e.g. 3.5.9")
+    upgrade.add_argument("paths", nargs="*", help="scenario files or folders (default: scenarios)")
+    upgrade.add_argument("--report-dir", default="reports")
+    upgrade.add_argument("--workers", default="2")
+
+
+def _bisect(args, root) -> int:
+    from harness.deploy import bisect
+    return bisect.main(args.paths, args.good, args.bad, args.report_dir, args.out, args.store, args.workers,
+                       attribution=not args.no_configs)
+
+
+def _upgrade(args, root) -> int:
+    from harness.deploy import bisect, matrix
+    from harness.report import version_report
+    missing = [v for v in (args.old, args.new)
+               if not (version_report.version_dir(args.report_dir, v) / bisect.RESULTS).exists()]
+    if missing:
+        code = matrix.main(missing, args.report_dir, args.workers)
+        if code not in (0, 1):
+            return code
+    return bisect.main(args.paths, args.old, args.new, args.report_dir, workers=args.workers)
+
+
 def _flakes(args, root) -> int:
     from harness.deploy import flakes
     return flakes.main(args.paths, args.runs, args.stress, args.report_dir, args.workers, args.keyword)
@@ -278,4 +322,4 @@ def _scale(text: str) -> float:
 
 COMMANDS = {"diff": _diff, "matrix": _matrix, "accept": _accept, "explain": _explain, "connect-test": _connect_test,
             "cluster-test": _cluster_test, "capture": _capture, "baseline": _baseline, "merge": _merge,
-            "conf-keys": _conf_keys, "flakes": _flakes}
+            "conf-keys": _conf_keys, "flakes": _flakes, "bisect": _bisect, "upgrade": _upgrade}

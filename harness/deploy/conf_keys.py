@@ -145,3 +145,26 @@ def engine_main(name: str, log=print) -> int:
     log(f"{len(measured)} configs written to {engine.KEYS_FILE}, the metrics of {len(metrics)} versions to "
         f"{engine.METRICS_FILE}")
     return 0
+
+
+DEFAULTS_DUMP = ("import json\n"
+                 "from pyspark.sql import SparkSession\n"
+                 "from harness.spark.conf_registry import declared_defaults\n"
+                 "spark = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false').getOrCreate()\n"
+                 "print('KEYS ' + json.dumps([spark.version, declared_defaults(spark)]))\n"
+                 "spark.stop()\n")
+
+
+def defaults_of(spark: str, python: Path) -> dict[str, dict]:
+    """key → {default, kind, static, version, doc} as release `spark`'s own registry declares
+    them, measured once in its environment and kept beside the environments."""
+    cache = matrix.ENV_ROOT / "conf-defaults" / f"{spark}.json"
+    if cache.exists():
+        return json.loads(cache.read_text(encoding="utf-8"))
+    version, found = _dump(spark, python, DEFAULTS_DUMP)
+    if version != spark or not found:
+        raise RuntimeError(f"the environment of Spark {spark} runs Spark {version}" if version != spark
+                           else f"Spark {spark}: its registry declared no config")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(cache, json.dumps(found, indent=0, sort_keys=True) + "\n")
+    return found

@@ -222,12 +222,23 @@ def write_merged(report_dir: str | Path, drawings: PlanPictures | None = None) -
         if not results:
             return None
         return write_merged_from(results, Path(report_dir) / "index.html", drawings=drawings,
-                                 links={label: folder_of(label) for label in results})
+                                 links={label: folder_of(label) for label in results},
+                                 upgrade_reports=upgrade_reports(report_dir))
+
+
+def upgrade_reports(report_dir: str | Path) -> list[dict]:
+    """The upgrade reports `bisect` wrote beside the versions' folders: label and link."""
+    found = sorted(Path(report_dir).glob("upgrade-*/index.html"))
+    return [{"label": page.parent.name[len("upgrade-"):].replace("-", " → ", 1), "href": f"{page.parent.name}/index.html"}
+            for page in found]
 
 
 def write_merged_from(results: dict[str, dict], target: Path, links: dict[str, str] | None = None,
-                      title: str = "Join strategies across Spark versions", drawings: PlanPictures | None = None) -> Path:
+                      title: str = "Join strategies across Spark versions", drawings: PlanPictures | None = None,
+                      upgrade_reports: list[dict] | None = None) -> Path:
     """The merged page of any labelled runs (e.g. local and cluster of one version);
     `links`: label → that run's report folder, relative to the page."""
-    atomic_write_text(target, render(matrix_data(results, links, drawings), title))
+    data = matrix_data(results, links, drawings)
+    data["upgrade_reports"] = upgrade_reports or []
+    atomic_write_text(target, render(data, title))
     return target

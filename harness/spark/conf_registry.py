@@ -172,6 +172,23 @@ def declared_keys(spark) -> list[str]:
     return _Entries(spark._jvm, _SQLConfObject(spark._jvm)).keys()
 
 
+def declared_defaults(spark) -> dict[str, dict]:
+    """key → {default, kind, static, version, doc} for every SQL config this Spark declares:
+    its default as the registry prints it, the release that added it (where the entry
+    says), and the first sentence of its documentation."""
+    registry = Registry(spark)
+    found = {}
+    for key in registry.keys():
+        entry, declared = registry._entries.get(key), registry.declared(key)
+        if entry is None or declared is None:
+            continue
+        version = str(entry.version()) if hasattr(entry, "version") else ""
+        doc = " ".join(str(entry.doc()).split())
+        found[key] = {"default": str(entry.defaultValueString()), "kind": declared.kind, "static": declared.static,
+                      "version": version, "doc": doc.split(". ")[0][:200]}
+    return found
+
+
 _REGISTRIES: dict = {}
 
 

@@ -1,0 +1,197 @@
+"""Which config restores the earlier behaviour of a change `bisect` found.
+
+For each finding (a case, a kind of change, the adjacent releases P and N where it
+appears), the SQL configs whose default differs between P and N, or that N added, are
+read from each release's own registry (`conf_keys.defaults_of`) and set, one at a time,
+to the earlier behaviour: P's default, or for a boolean N added the other value. Each
+setting is a variant of the case's scenario file (its `spark_conf` with that key) run on
+the --bad release, all variants of a release in one pytest run. A setting restores the
+finding when the variant no longer shows that kind of change against --good and shows no
+change --bad did not show; it restores it exactly when the variant matches --good in
+everything `diff` compares. Pairs are tried only where no single setting restores a
+finding, and only among the settings that moved its observation at all.
+
+Not tried, and said: static configs (a session sets them at start, a scenario never),
+string configs (the harness lets a scenario set only the string configs it vetted), and
+defaults that are not a value (`<undefined>`, `<value of ...>`).
+"""
+from __future__ import annotations
+
+import itertools
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from harness.core.files import ROOT
+from harness.deploy import conf_keys, matrix
+from harness.report import diff
+
+MAX_SINGLE_TRIES = 400   # per finding: more settings than this differ only between major releases
+MAX_PAIR_TRIES = 60
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str
+    value: str
+    why: str      # e.g. "default true in 3.5.9, false from 4.0.0" or "added in 4.0.0, default true"
+
+
+def settings_between(before: dict, after: dict, earlier: str, later: str) -> tuple[list[Setting], dict[str, int]]:
+    """(the settings that bring back `earlier`'s defaults on `later`, counts of the keys
+    not tried by reason)."""
+    settings, skipped = [], {"static": 0, "string": 0, "no value": 0}
+    for key in sorted(after):
+        new, old = after[key], before.get(key)
+        if old is not None and old["default"] == new["default"]:
+            continue
+        if new["static"]:
+            skipped["static"] += 1
+            continue
+        if new["kind"] == "string":
+            skipped["string"] += 1
+            continue
+        if old is None:
+            if new["kind"] != "boolean" or new["default"] not in ("true", "false"):
+                skipped["no value"] += 1
+                continue
+            flipped = "false" if new["default"] == "true" else "true"
+            settings.append(Setting(key, flipped, f"added in {later}, default {new['default']}"))
+            continue
+        if "<" in old["default"] or old["default"] == "":
+            skipped["no value"] += 1
+            continue
+        settings.append(Setting(key, old["default"], f"default {old['default']} in {earlier}, {new['default']} from {later}"))
+    return settings, skipped
+
+
+@dataclass
+class Variant:
+    case_id: str           # the case it varies
+    settings: tuple        # the Settings it applies
+    node_id: str
+
+
+def write_variant(out: Path, record: dict, settings: tuple, number: int) -> Variant:
+    """The case's scenario file with `settings` added to its spark_conf, under a new id,
+    in OUT/tries/ where its catalogs are copied beside it."""
+    source = ROOT / record["file"]
+    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    scenario_id = str(data["id"])
+    new_id = f"{scenario_id}__try{number}"
+    data["id"] = new_id
+    data["spark_conf"] = {**(data.get("spark_conf") or {}), **{s.key: s.value for s in settings}}
+    try:
+        relative = source.parent.relative_to(ROOT)  # scenarios/...: its catalogs stay inside a scenarios tree
+    except ValueError:
+        relative = Path("scenarios") / source.parent.name
+    folder = out / "tries" / relative
+    folder.mkdir(parents=True, exist_ok=True)
+    for catalog in list(source.parent.glob("catalog.yaml")) + list(source.parent.glob("*.catalog.yaml")):
+        if not (folder / catalog.name).exists():
+            shutil.copyfile(catalog, folder / catalog.name)
+    path = folder / f"{new_id}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    case_id = new_id + record["case_id"][len(scenario_id):]
+    return Variant(record["case_id"], settings, f"{path}::{case_id}")
+
+
+def restores(good: dict, bad: dict, variant: dict | None, kind: str) -> str | None:
+    """'exactly' / 'yes' when the variant no longer shows `kind` changed from --good (and
+    nothing --bad did not show); None otherwise."""
+    if variant is None or diff.incomparable(variant):
+        return None
+    now = {k for k, _ in diff.case_changes(good, variant)}
+    if kind in now or not now <= {k for k, _ in diff.case_changes(good, bad)}:
+        return None
+    return "exactly" if not now else "yes"
+
+
+def moved(bad: dict, variant: dict | None) -> bool:
+    return variant is not None and not diff.incomparable(variant) and bool(diff.case_changes(bad, variant))
+
+
+def attribute(document: dict, prober, log=print) -> dict:
+    """Every finding of a bisect document with the settings that restore it on --bad."""
+    bad_release, out = document["bad"], prober.out
+    shutil.rmtree(out / "tries", ignore_errors=True)
+    findings = document["findings"]
+    records = document["_records"]  # case id → {release: record}, kept in memory by bisect
+    defaults: dict[str, dict] = {}
+
+    def defaults_at(release: str) -> dict | None:
+        if release not in defaults:
+            python = matrix.ensure_env(release, log)
+            defaults[release] = conf_keys.defaults_of(release, python) if python else None
+        return defaults[release]
+
+    plans: list[tuple[dict, list[Setting]]] = []
+    for found in findings:
+        before, after = defaults_at(found["good"]), defaults_at(found["bad"])
+        if before is None or after is None:
+            found["attribution"] = {"tried": 0, "restored_by": [], "why_not": "a release's registry cannot be read"}
+            plans.append((found, []))
+            continue
+        settings, skipped = settings_between(before, after, found["good"], found["bad"])
+        found["attribution"] = {"tried": min(len(settings), MAX_SINGLE_TRIES), "not_tried": skipped,
+                                "restored_by": [], "candidates": len(settings)}
+        plans.append((found, settings[:MAX_SINGLE_TRIES]))
+    answers = _run_variants(plans, records, document, prober, singles=True)
+    pairs = []
+    for found, settings in plans:
+        good, bad = _ends(records, document, found["case_id"])
+        for setting, variant in answers.get(found["case_id"], {}).items():
+            if len(setting) == 1 and setting[0] in settings:
+                verdict = restores(good, bad, variant, found["kind"])
+                if verdict:
+                    found["attribution"]["restored_by"].append(_restoring(setting, verdict))
+        if not found["attribution"]["restored_by"] and settings:
+            movers = [s for s in settings if moved(bad, answers.get(found["case_id"], {}).get((s,)))]
+            combos = list(itertools.combinations(movers, 2))[:MAX_PAIR_TRIES]
+            found["attribution"]["pairs_tried"] = len(combos)
+            pairs.append((found, combos))
+    if pairs:
+        more = _run_variants(pairs, records, document, prober, singles=False)
+        for found, combos in pairs:
+            good, bad = _ends(records, document, found["case_id"])
+            for combo in combos:
+                verdict = restores(good, bad, more.get(found["case_id"], {}).get(combo), found["kind"])
+                if verdict:
+                    found["attribution"]["restored_by"].append(_restoring(combo, verdict))
+    log(f"[bisect] settings tried on {bad_release}: {sum(f['attribution']['tried'] for f in findings)} single, "
+        f"{sum(f['attribution'].get('pairs_tried', 0) for f in findings)} pairs")
+    return document
+
+
+def _ends(records: dict, document: dict, case_id: str) -> tuple[dict, dict]:
+    return records[case_id][document["good"]], records[case_id][document["bad"]]
+
+
+def _restoring(settings: tuple, verdict: str) -> dict:
+    return {"settings": [{"key": s.key, "value": s.value, "why": s.why} for s in settings], "exactly": verdict == "exactly"}
+
+
+def _run_variants(plans, records: dict, document: dict, prober, singles: bool) -> dict:
+    """case id → {settings tuple → the variant's record on --bad}: one run for all."""
+    variants: dict[str, Variant] = {}
+    wanted: dict[tuple[str, tuple], str] = {}
+    number = len(list((prober.out / "tries").rglob("*.yaml"))) if (prober.out / "tries").exists() else 0
+    for found, items in plans:
+        record = records[found["case_id"]][document["good"]]
+        for item in items:
+            settings = (item,) if singles else tuple(item)
+            if (found["case_id"], settings) in wanted:
+                continue
+            number += 1
+            variant = write_variant(prober.out, record, settings, number)
+            variants[variant.node_id] = variant
+            wanted[(found["case_id"], settings)] = variant.node_id.split("::", 1)[1]
+    if not variants:
+        return {}
+    ran = prober.run(document["bad"], list(variants), name=f"{document['bad']}-tries-{'single' if singles else 'pairs'}") or {}
+    answers: dict[str, dict] = {}
+    for (case_id, settings), variant_case in wanted.items():
+        answers.setdefault(case_id, {})[settings] = ran.get(variant_case)
+    return answers

@@ -1,0 +1,176 @@
+"""bisect: the adjacent releases where each kind of change appeared; configs that restore it;
+the upgrade report (harness.deploy.bisect, harness.deploy.attribute, harness.report.upgrade)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.deploy import attribute, bisect, releases
+from harness.report import upgrade
+from tests.conftest import fake_record
+
+LINE = ["3.4.0", "3.4.1", "3.4.2", "3.4.3", "3.4.4", "3.5.0", "3.5.1", "3.5.2"]
+
+
+def rec(strategy="SortMergeJoin", rows=10, status="passed", case_id="c[inner]"):
+    return fake_record(case_id, strategy, rows=rows, checksum="00000000000000aa", status=status)
+
+
+class FakeProber:
+    """Answers from a table: release → case id → record (a release missing: untestable)."""
+
+    def __init__(self, table, broken=()):
+        self.table, self.asked, self.runs = table, [], []
+        self.broken = {release: "its environment could not be built" for release in broken}
+
+    def run(self, release, node_ids, name=None):
+        self.asked.append(release)
+        if release in self.broken:
+            return None
+        return {case: record for case, record in self.table[release].items()
+                if any(n.endswith("::" + case) for n in node_ids)}
+
+
+def _search(table, good="3.4.0", bad="3.5.2", broken=()):
+    line = releases.between(good, bad, LINE)
+    searches = bisect.searches_of({"cases": list(table[good].values())}, {"cases": list(table[bad].values())}, line)
+    prober = FakeProber(table, broken)
+    bisect.search(searches, prober, log=lambda *_: None)
+    return searches, prober
+
+
+def test_each_kind_is_narrowed_to_two_adjacent_releases_with_few_probes():
+    # strategy changes in 3.4.3, rows in 3.5.1: two kinds, two different pairs
+    table = {v: {"c[inner]": rec("ShuffledHashJoin" if i >= 3 else "SortMergeJoin", rows=11 if i >= 6 else 10)}
+             for i, v in enumerate(LINE)}
+    searches, prober = _search(table)
+    found = {f["kind"]: f for f in (bisect.finding(s, k) for s in searches for k in s.kinds)}
+    assert (found["strategy"]["good"], found["strategy"]["bad"]) == ("3.4.2", "3.4.3")
+    assert (found["result"]["good"], found["result"]["bad"]) == ("3.5.0", "3.5.1")
+    assert found["strategy"]["adjacent"] and found["result"]["adjacent"]
+    assert found["strategy"]["change"] == "initial: SortMergeJoin → ShuffledHashJoin"
+    assert len(prober.asked) == len(set(prober.asked)) <= 5  # 6 releases between: never each, never twice
+    assert bisect.finding_line(found["result"]) == \
+        "c[inner]: changed between 3.5.0 and 3.5.1: result 10 rows / 00000000000000aa → 11 rows / 00000000000000aa"
+
+
+def test_a_release_that_cannot_be_tested_is_skipped_named_and_searched_around():
+    table = {v: {"c[inner]": rec("ShuffledHashJoin" if i >= 4 else "SortMergeJoin")} for i, v in enumerate(LINE)}
+    searches, prober = _search(table, broken=("3.4.3", "3.4.4"))
+    (found,) = [bisect.finding(s, k) for s in searches for k in s.kinds]
+    assert (found["good"], found["bad"]) == ("3.4.2", "3.5.0")
+    assert not found["adjacent"]
+    assert found["untested"] == {"3.4.3": "its environment could not be built", "3.4.4": "its environment could not be built"}
+    assert "untested between them: 3.4.3: its environment could not be built" in bisect.finding_line(found)
+
+
+def test_a_probe_that_timed_out_is_not_a_change_but_an_untestable_release():
+    table = {v: {"c[inner]": rec("ShuffledHashJoin" if i >= 5 else "SortMergeJoin")} for i, v in enumerate(LINE)}
+    table["3.4.4"]["c[inner]"] = rec(status="timeout")
+    searches, _ = _search(table)
+    (found,) = [bisect.finding(s, k) for s in searches for k in s.kinds]
+    assert (found["good"], found["bad"]) == ("3.4.3", "3.5.0")
+    assert "3.4.4" in found["untested"] and "not comparable" in found["untested"]["3.4.4"]
+
+
+def test_a_case_that_does_not_differ_is_not_searched():
+    table = {v: {"c[inner]": rec()} for v in LINE}
+    searches, prober = _search(table)
+    assert searches == [] and prober.asked == []
+
+
+def test_versions_the_registry_lacks_or_in_the_wrong_order_are_refused_in_one_line():
+    with pytest.raises(releases.ReleaseError, match=r"--good 3.4.9: the package registry has no PySpark 3.4.9 "
+                                                    r"\(releases of 3.4: 3.4.0, 3.4.1"):
+        releases.between("3.4.9", "3.5.2", LINE)
+    with pytest.raises(releases.ReleaseError, match="--good 3.5.2 is not older than --bad 3.4.0"):
+        releases.between("3.5.2", "3.4.0", LINE)
+    assert releases.sorted_releases(["4.0.0.dev1", "3.10.0", "3.5.0", "3.4.4rc1", "3.5.0"]) == ["3.5.0", "3.10.0"]
+
+
+def test_the_registry_unreachable_uses_the_kept_list_else_the_built_environments(tmp_path, monkeypatch):
+    from harness.deploy import matrix
+    monkeypatch.setattr(matrix, "ENV_ROOT", tmp_path)
+    (tmp_path / "spark-3.5.1").mkdir()
+    (tmp_path / "spark-3.5.1" / ".ready").touch()
+    (tmp_path / "spark-3.4.0").mkdir()  # not built: not a release to search
+    said = []
+
+    def unreachable():
+        raise OSError("Name or service not known")
+    assert releases.releases(log=said.append, fetch=unreachable) == ["3.5.1"]
+    assert "only the releases with an environment here are searched (3.5.1)" in said[-1]
+    assert releases.releases(log=said.append, fetch=lambda: ["3.5.0", "3.4.0", "4.0.0.dev2"]) == ["3.4.0", "3.5.0"]
+    assert releases.releases(refresh=True, log=said.append, fetch=unreachable) == ["3.4.0", "3.5.0"]
+    assert "the list kept in" in said[-1]
+
+
+DEFAULTS_OLD = {"spark.sql.a": {"default": "true", "kind": "boolean", "static": False},
+                "spark.sql.same": {"default": "1", "kind": "number", "static": False},
+                "spark.sql.size": {"default": "10MB", "kind": "number", "static": False},
+                "spark.sql.static": {"default": "1", "kind": "number", "static": True},
+                "spark.sql.mode": {"default": "x", "kind": "string", "static": False}}
+DEFAULTS_NEW = {"spark.sql.a": {"default": "false", "kind": "boolean", "static": False},
+                "spark.sql.same": {"default": "1", "kind": "number", "static": False},
+                "spark.sql.size": {"default": "64MB", "kind": "number", "static": False},
+                "spark.sql.static": {"default": "2", "kind": "number", "static": True},
+                "spark.sql.mode": {"default": "y", "kind": "string", "static": False},
+                "spark.sql.added": {"default": "true", "kind": "boolean", "static": False},
+                "spark.sql.addedNumber": {"default": "3", "kind": "number", "static": False},
+                "spark.sql.fallback": {"default": "<value of spark.sql.a>", "kind": "boolean", "static": False}}
+
+
+def test_settings_are_the_earlier_defaults_and_the_other_value_of_a_new_boolean():
+    settings, skipped = attribute.settings_between(DEFAULTS_OLD, DEFAULTS_NEW, "3.5.9", "4.0.0")
+    assert [(s.key, s.value, s.why) for s in settings] == [
+        ("spark.sql.a", "true", "default true in 3.5.9, false from 4.0.0"),
+        ("spark.sql.added", "false", "added in 4.0.0, default true"),
+        ("spark.sql.size", "10MB", "default 10MB in 3.5.9, 64MB from 4.0.0")]
+    assert skipped == {"static": 1, "string": 1, "no value": 2}
+
+
+def test_a_setting_restores_a_change_only_when_it_brings_nothing_new():
+    good, bad = rec("SortMergeJoin"), rec("ShuffledHashJoin", rows=11)
+    assert attribute.restores(good, bad, rec("SortMergeJoin"), "strategy") == "exactly"
+    assert attribute.restores(good, bad, rec("SortMergeJoin", rows=11), "strategy") == "yes"  # the rows remain
+    assert attribute.restores(good, bad, rec("ShuffledHashJoin"), "strategy") is None
+    assert attribute.restores(good, bad, rec("BroadcastHashJoin"), "strategy") is None
+    assert attribute.restores(good, bad, rec(status="timeout"), "strategy") is None
+    assert attribute.restores(good, bad, None, "strategy") is None
+
+
+def test_a_variant_is_the_scenario_with_the_setting_under_a_new_id_beside_its_catalogs(tmp_path, monkeypatch):
+    monkeypatch.setattr(attribute, "ROOT", tmp_path)
+    folder = tmp_path / "scenarios" / "w"
+    folder.mkdir(parents=True)
+    (folder / "catalog.yaml").write_text("tables: {}\n")
+    (folder / "q.yaml").write_text("id: q\njoin: {left: a, right: b}\nspark_conf: {spark.sql.x: 1}\n")
+    record = {"file": "scenarios/w/q.yaml", "case_id": "q[inner]"}
+    variant = attribute.write_variant(tmp_path / "out", record, (attribute.Setting("spark.sql.a", "true", "w"),), 3)
+    written = tmp_path / "out" / "tries" / "scenarios" / "w" / "q__try3.yaml"
+    assert variant.node_id == f"{written}::q__try3[inner]"
+    import yaml
+    assert yaml.safe_load(written.read_text())["spark_conf"] == {"spark.sql.x": 1, "spark.sql.a": "true"}
+    assert (written.parent / "catalog.yaml").exists()
+
+
+def test_the_report_puts_answers_first_then_cost_then_plans_with_the_conf_that_pins_them(tmp_path):
+    document = {"good": "3.4.0", "bad": "3.5.2", "line": LINE, "untestable": {"3.4.3": "its environment could not be built"},
+                "seconds": 1.0, "findings": [
+                    {"case_id": "p", "file": "scenarios/p.yaml", "kind": "strategy", "good": "3.4.4", "bad": "3.5.0",
+                     "adjacent": True, "untested": {}, "change": "initial: SortMergeJoin → ShuffledHashJoin",
+                     "attribution": {"tried": 2, "restored_by": [{"settings": [{"key": "spark.sql.a", "value": "true",
+                                                                                 "why": "added in 3.5.0, default false"}],
+                                                                   "exactly": True}]}},
+                    {"case_id": "r", "file": "scenarios/r.yaml", "kind": "result", "good": "3.4.0", "bad": "3.4.1",
+                     "adjacent": True, "untested": {}, "change": "10 rows → 11 rows",
+                     "attribution": {"tried": 5, "restored_by": [], "pairs_tried": 0}}]}
+    md = upgrade.summary_md(document)
+    assert md.index("## Answers differ") < md.index("## Plans changed")
+    assert "no config restores it (5 setting(s) tried one at a time)" in md
+    assert "    spark_conf:\n      spark.sql.a: true" in md
+    assert "2 case(s) changed in 2 way(s); 2 bisected to two adjacent releases; 1 restored by a config (1 by one alone)" in md
+    assert "3.4.3: its environment could not be built" in md
+    paths = upgrade.write(document, tmp_path)
+    assert "<h2>Answers differ</h2>" in paths[1].read_text() and "&lt;" not in json.dumps(document)
