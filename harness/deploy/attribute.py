@@ -114,12 +114,16 @@ def moved(bad: dict, variant: dict | None) -> bool:
 
 
 def attribute(document: dict, prober, log=print) -> dict:
-    """Every finding of a bisect document with the settings that restore it on --bad."""
-    bad_release, out = document["bad"], prober.out
+    """Every finding of a bisect document with the settings that restore it on --bad.
+
+    Findings of one kind at one pair of releases are a group: its first case gets every
+    setting; the others get the settings that moved the first case's observation at all
+    (a setting that changes nothing of one such case is not run for each of the others:
+    what keeps executed cases within minutes). Both counts are written."""
+    out = prober.out
     shutil.rmtree(out / "tries", ignore_errors=True)
-    findings = document["findings"]
     records = document["_records"]  # case id → {release: record}, kept in memory by bisect
-    defaults: dict[str, dict] = {}
+    defaults: dict[str, dict | None] = {}
 
     def defaults_at(release: str) -> dict | None:
         if release not in defaults:
@@ -127,42 +131,65 @@ def attribute(document: dict, prober, log=print) -> dict:
             defaults[release] = conf_keys.defaults_of(release, python) if python else None
         return defaults[release]
 
-    plans: list[tuple[dict, list[Setting]]] = []
-    for found in findings:
+    groups: dict[tuple, list[tuple[dict, list[Setting]]]] = {}
+    for found in document["findings"]:
         before, after = defaults_at(found["good"]), defaults_at(found["bad"])
         if before is None or after is None:
             found["attribution"] = {"tried": 0, "restored_by": [], "why_not": "a release's registry cannot be read"}
-            plans.append((found, []))
             continue
         settings, skipped = settings_between(before, after, found["good"], found["bad"])
-        found["attribution"] = {"tried": min(len(settings), MAX_SINGLE_TRIES), "not_tried": skipped,
-                                "restored_by": [], "candidates": len(settings)}
-        plans.append((found, settings[:MAX_SINGLE_TRIES]))
-    answers = _run_variants(plans, records, document, prober, singles=True)
+        found["attribution"] = {"candidates": len(settings), "not_tried": skipped, "restored_by": []}
+        groups.setdefault((found["good"], found["bad"], found["kind"]), []).append((found, settings[:MAX_SINGLE_TRIES]))
+    firsts = [members[0] for members in groups.values()]
+    answers = _run_variants(firsts, records, document, prober, singles=True)
+    for found, settings in firsts:
+        _judge_singles(found, settings, answers, records, document)
+    others = []
+    for members in groups.values():
+        first, settings = members[0]
+        first_bad = _ends(records, document, first["case_id"])[1]
+        movers = [s for s in settings if moved(first_bad, answers.get(first["case_id"], {}).get((s,)))]
+        others += [(found, movers) for found, _ in members[1:]]
+    more = _run_variants(others, records, document, prober, singles=True)
+    for found, settings in others:
+        _judge_singles(found, settings, more, records, document)
+        found["attribution"]["as_first_case"] = True  # tried: what moved the group's first case
+    for case_id, tried in more.items():  # a case may be first of one group and behind in another
+        answers.setdefault(case_id, {}).update(tried)
     pairs = []
-    for found, settings in plans:
-        good, bad = _ends(records, document, found["case_id"])
-        for setting, variant in answers.get(found["case_id"], {}).items():
-            if len(setting) == 1 and setting[0] in settings:
-                verdict = restores(good, bad, variant, found["kind"])
-                if verdict:
-                    found["attribution"]["restored_by"].append(_restoring(setting, verdict))
-        if not found["attribution"]["restored_by"] and settings:
-            movers = [s for s in settings if moved(bad, answers.get(found["case_id"], {}).get((s,)))]
+    for members in groups.values():
+        for found, settings in members:
+            if found["attribution"]["restored_by"]:
+                continue
+            bad = _ends(records, document, found["case_id"])[1]
+            tried = [s for s in settings if (s,) in answers.get(found["case_id"], {})]
+            movers = [s for s in tried if moved(bad, answers[found["case_id"]][(s,)])]
             combos = list(itertools.combinations(movers, 2))[:MAX_PAIR_TRIES]
             found["attribution"]["pairs_tried"] = len(combos)
-            pairs.append((found, combos))
+            if combos:
+                pairs.append((found, combos))
     if pairs:
-        more = _run_variants(pairs, records, document, prober, singles=False)
+        paired = _run_variants(pairs, records, document, prober, singles=False)
         for found, combos in pairs:
             good, bad = _ends(records, document, found["case_id"])
             for combo in combos:
-                verdict = restores(good, bad, more.get(found["case_id"], {}).get(combo), found["kind"])
+                verdict = restores(good, bad, paired.get(found["case_id"], {}).get(combo), found["kind"])
                 if verdict:
                     found["attribution"]["restored_by"].append(_restoring(combo, verdict))
-    log(f"[bisect] settings tried on {bad_release}: {sum(f['attribution']['tried'] for f in findings)} single, "
-        f"{sum(f['attribution'].get('pairs_tried', 0) for f in findings)} pairs")
+    findings = document["findings"]
+    log(f"[bisect] settings tried on {document['bad']}: {sum(f['attribution'].get('tried', 0) for f in findings)} "
+        f"single, {sum(f['attribution'].get('pairs_tried', 0) for f in findings)} pairs")
     return document
+
+
+def _judge_singles(found: dict, settings: list[Setting], answers: dict, records: dict, document: dict) -> None:
+    good, bad = _ends(records, document, found["case_id"])
+    tried = answers.get(found["case_id"], {})
+    found["attribution"]["tried"] = len(settings)
+    for setting in settings:
+        verdict = restores(good, bad, tried.get((setting,)), found["kind"])
+        if verdict:
+            found["attribution"]["restored_by"].append(_restoring((setting,), verdict))
 
 
 def _ends(records: dict, document: dict, case_id: str) -> tuple[dict, dict]:

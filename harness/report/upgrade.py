@@ -43,7 +43,9 @@ def _attribution_words(found: dict) -> str:
     pairs = attribution.get("pairs_tried", 0)
     if attribution.get("why_not"):
         return f"configs not tried: {attribution['why_not']}"
-    return f"no config restores it ({tried} setting(s) tried one at a time" + (f", {pairs} pairs" if pairs else "") + ")"
+    which = " (those that moved the first case of its kind and releases)" if attribution.get("as_first_case") else ""
+    return (f"no config restores it ({tried} setting(s) tried one at a time{which}"
+            + (f", {pairs} pairs" if pairs else "") + ")")
 
 
 def grouped(document: dict) -> list[tuple[str, list[tuple[tuple[str, str], list[dict]]]]]:

@@ -174,3 +174,61 @@ def test_the_report_puts_answers_first_then_cost_then_plans_with_the_conf_that_p
     assert "3.4.3: its environment could not be built" in md
     paths = upgrade.write(document, tmp_path)
     assert "<h2>Answers differ</h2>" in paths[1].read_text() and "&lt;" not in json.dumps(document)
+
+
+class SparkWithConfigs(FakeProber):
+    """--bad plans a shuffled hash join unless spark.sql.a=true (then a sort-merge join);
+    spark.sql.b=1 makes a broadcast; the rest changes nothing."""
+
+    def __init__(self, out):
+        super().__init__({})
+        self.out = out
+        self.variants = 0
+
+    def run(self, release, node_ids, name=None):
+        import yaml
+        found = {}
+        for node in node_ids:
+            path, case_id = node.split("::")
+            conf = yaml.safe_load(open(path))["spark_conf"]
+            self.variants += 1
+            strategy = "SortMergeJoin" if conf.get("spark.sql.a") == "true" else \
+                "BroadcastHashJoin" if conf.get("spark.sql.b") == "1" else "ShuffledHashJoin"
+            found[case_id] = rec(strategy, case_id=case_id)
+        return found
+
+
+def test_configs_are_tried_on_bad_and_the_one_that_brings_back_good_is_named(tmp_path, monkeypatch):
+    from harness.deploy import conf_keys, matrix
+    monkeypatch.setattr(attribute, "ROOT", tmp_path)
+    (tmp_path / "scenarios").mkdir()
+    for name in ("c", "d"):
+        (tmp_path / "scenarios" / f"{name}.yaml").write_text(f"id: {name}\njoin: {{left: a, right: b}}\n")
+    old = {"spark.sql.a": {"default": "true", "kind": "boolean", "static": False},
+           "spark.sql.b": {"default": "1", "kind": "number", "static": False},
+           "spark.sql.c": {"default": "5", "kind": "number", "static": False}}
+    new = {"spark.sql.a": {"default": "false", "kind": "boolean", "static": False},
+           "spark.sql.b": {"default": "2", "kind": "number", "static": False},
+           "spark.sql.c": {"default": "6", "kind": "number", "static": False}}
+    monkeypatch.setattr(matrix, "ensure_env", lambda release, log: tmp_path)
+    monkeypatch.setattr(conf_keys, "defaults_of", lambda release, python: old if release == "3.4.2" else new)
+    records, findings = {}, []
+    for name in ("c", "d"):
+        case_id = f"{name}[inner]"
+        good, bad = rec("SortMergeJoin", case_id=case_id), rec("ShuffledHashJoin", case_id=case_id)
+        good["file"] = bad["file"] = f"scenarios/{name}.yaml"
+        records[case_id] = {"3.4.0": good, "3.5.2": bad}
+        findings.append({"case_id": case_id, "file": good["file"], "kind": "strategy", "good": "3.4.2", "bad": "3.4.3",
+                         "adjacent": True, "untested": {}, "change": "x"})
+    document = {"good": "3.4.0", "bad": "3.5.2", "findings": findings, "_records": records}
+    spark = SparkWithConfigs(tmp_path / "out")
+    attribute.attribute(document, spark, log=lambda *_: None)
+    first, second = findings
+    assert [r["settings"][0]["key"] for r in first["attribution"]["restored_by"]] == ["spark.sql.a"]
+    assert first["attribution"]["restored_by"][0] == {
+        "settings": [{"key": "spark.sql.a", "value": "true", "why": "default true in 3.4.2, false from 3.4.3"}],
+        "exactly": True}
+    # the second case of the group: only what moved the first (a and b, not c)
+    assert second["attribution"]["tried"] == 2 and second["attribution"]["as_first_case"]
+    assert [r["settings"][0]["key"] for r in second["attribution"]["restored_by"]] == ["spark.sql.a"]
+    assert spark.variants == 3 + 2
