@@ -139,6 +139,7 @@ class Prober:
     extra: list[str] = field(default_factory=list)
     broken: dict[str, str] = field(default_factory=dict)  # release → why it cannot be tested
     runs: list[dict] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)  # a scenario file (resolved) → why it was not collected
 
     def run(self, release: str, node_ids: list[str], name: str | None = None) -> dict[str, dict] | None:
         """case id → record of `release`; None when the release cannot be tested (named)."""
@@ -165,7 +166,10 @@ class Prober:
             return None
         self.runs.append({"release": release, "cases": len(node_ids), "seconds": seconds, "name": name or release})
         self.log(f"[bisect] Spark {release}: {len(node_ids)} case(s) in {seconds} s")
-        return {c["case_id"]: c for c in json.loads(results.read_text(encoding="utf-8"))["cases"]}
+        document = json.loads(results.read_text(encoding="utf-8"))
+        for entry in document.get("invalid") or []:
+            self.refused[str((ROOT / entry["file"]).resolve())] = entry["message"]
+        return {c["case_id"]: c for c in document["cases"]}
 
 
 def _pytest(release: str, python: Path, node_ids: list[str], report_dir: Path, store: str, workers: str,
@@ -180,7 +184,8 @@ def _pytest(release: str, python: Path, node_ids: list[str], report_dir: Path, s
     plugin = ["-p", "no:join_harness", "-p", "harness.plugin"] \
         if (python.parent.parent / matrix.NO_ENTRY_POINT).exists() else []
     report_dir.mkdir(parents=True, exist_ok=True)
-    command = [str(python), "-m", "pytest", *plugin, *node_ids, "-n", "auto", "-q", "-p", "no:cacheprovider",
+    # a file the harness refuses is reported in results.json; the others still run
+    command = [str(python), "-m", "pytest", *plugin, *node_ids, "--continue-on-collection-errors", "-n", "auto", "-q", "-p", "no:cacheprovider",
                "--report-dir", str(report_dir), "--no-merged-page", "--store", store, *extra]
     with open(report_dir / "pytest.log", "w") as out:
         return subprocess.run(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT).returncode

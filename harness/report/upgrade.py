@@ -37,15 +37,28 @@ def _attribution_words(found: dict) -> str:
     attribution = found.get("attribution")
     if attribution is None:
         return "configs not tried"
-    if attribution["restored_by"]:
-        return "; ".join(restoring_words(r) for r in attribution["restored_by"])
-    tried = attribution.get("tried", 0)
-    pairs = attribution.get("pairs_tried", 0)
     if attribution.get("why_not"):
         return f"configs not tried: {attribution['why_not']}"
+    restored = "; ".join(restoring_words(r) for r in attribution["restored_by"])
+    tried, not_run = attribution.get("tried", 0), attribution.get("not_run") or {}
+    ran = tried - len(not_run)
+    if tried and not ran:
+        return restored or f"nothing compared: none of the {tried} setting(s) could run ({_reasons(not_run)})"
+    if restored:
+        return restored
     which = " (those that moved the first case of its kind and releases)" if attribution.get("as_first_case") else ""
-    return (f"no config restores it ({tried} setting(s) tried one at a time{which}"
-            + (f", {pairs} pairs" if pairs else "") + ")")
+    pairs = attribution.get("pairs_tried", 0)
+    words = f"no config restores it ({ran} setting(s) run one at a time{which}" + (f", {pairs} pairs" if pairs else "")
+    return words + (f"; {len(not_run)} could not run: {_reasons(not_run)})" if not_run else ")")
+
+
+def _reasons(not_run: dict) -> str:
+    """Why settings could not run, most common first: `3 × a scenario may not set it`."""
+    counts: dict[str, int] = {}
+    for why in not_run.values():
+        short = why.split(": ", 1)[-1][:90]
+        counts[short] = counts.get(short, 0) + 1
+    return "; ".join(f"{n} × {why}" for why, n in sorted(counts.items(), key=lambda item: -item[1])[:3])
 
 
 def grouped(document: dict) -> list[tuple[str, list[tuple[tuple[str, str], list[dict]]]]]:

@@ -168,7 +168,7 @@ def test_the_report_puts_answers_first_then_cost_then_plans_with_the_conf_that_p
                      "attribution": {"tried": 5, "restored_by": [], "pairs_tried": 0}}]}
     md = upgrade.summary_md(document)
     assert md.index("## Answers differ") < md.index("## Plans changed")
-    assert "no config restores it (5 setting(s) tried one at a time)" in md
+    assert "no config restores it (5 setting(s) run one at a time)" in md
     assert "    spark_conf:\n      spark.sql.a: true" in md
     assert "2 case(s) changed in 2 way(s); 2 bisected to two adjacent releases; 1 restored by a config (1 by one alone)" in md
     assert "3.4.3: its environment could not be built" in md
@@ -190,7 +190,9 @@ class SparkWithConfigs(FakeProber):
         found = {}
         for node in node_ids:
             path, case_id = node.split("::")
-            conf = yaml.safe_load(open(path))["spark_conf"]
+            data = yaml.safe_load(open(path))
+            assert "on" in data["join"] or "True" in str(data["join"])  # written as the harness reads it
+            conf = data["spark_conf"]
             self.variants += 1
             strategy = "SortMergeJoin" if conf.get("spark.sql.a") == "true" else \
                 "BroadcastHashJoin" if conf.get("spark.sql.b") == "1" else "ShuffledHashJoin"
@@ -198,12 +200,13 @@ class SparkWithConfigs(FakeProber):
         return found
 
 
-def test_configs_are_tried_on_bad_and_the_one_that_brings_back_good_is_named(tmp_path, monkeypatch):
+def _two_findings(tmp_path, monkeypatch):
+    """Two cases whose strategy changed between 3.4.2 and 3.4.3; three configs changed default."""
     from harness.deploy import conf_keys, matrix
     monkeypatch.setattr(attribute, "ROOT", tmp_path)
     (tmp_path / "scenarios").mkdir()
     for name in ("c", "d"):
-        (tmp_path / "scenarios" / f"{name}.yaml").write_text(f"id: {name}\njoin: {{left: a, right: b}}\n")
+        (tmp_path / "scenarios" / f"{name}.yaml").write_text(f"id: {name}\njoin: {{left: a, right: b, on: [k]}}\n")
     old = {"spark.sql.a": {"default": "true", "kind": "boolean", "static": False},
            "spark.sql.b": {"default": "1", "kind": "number", "static": False},
            "spark.sql.c": {"default": "5", "kind": "number", "static": False}}
@@ -220,15 +223,44 @@ def test_configs_are_tried_on_bad_and_the_one_that_brings_back_good_is_named(tmp
         records[case_id] = {"3.4.0": good, "3.5.2": bad}
         findings.append({"case_id": case_id, "file": good["file"], "kind": "strategy", "good": "3.4.2", "bad": "3.4.3",
                          "adjacent": True, "untested": {}, "change": "x"})
-    document = {"good": "3.4.0", "bad": "3.5.2", "findings": findings, "_records": records}
+    return findings, {"good": "3.4.0", "bad": "3.5.2", "findings": findings, "_records": records}
+
+
+def test_configs_are_tried_on_bad_and_the_one_that_brings_back_good_is_named(tmp_path, monkeypatch):
+    findings, document = _two_findings(tmp_path, monkeypatch)
+    spark = SparkWithConfigs(tmp_path / "out")
+    attribute.attribute(document, spark, log=lambda *_: None)
+    for found in findings:
+        assert found["attribution"]["restored_by"] == [{
+            "settings": [{"key": "spark.sql.a", "value": "true", "why": "default true in 3.4.2, false from 3.4.3"}],
+            "exactly": True}]
+        assert found["attribution"]["tried"] == 3 and found["attribution"]["not_run"] == {}
+    assert spark.variants == 3 + 3
+    assert upgrade.restoring_words(findings[0]["attribution"]["restored_by"][0]) == \
+        "restored by spark.sql.a=true (default true in 3.4.2, false from 3.4.3)"
+
+
+def test_beyond_the_budget_the_others_of_a_group_get_what_moved_its_first_case(tmp_path, monkeypatch):
+    findings, document = _two_findings(tmp_path, monkeypatch)
+    monkeypatch.setattr(attribute, "MAX_VARIANTS", 2)
     spark = SparkWithConfigs(tmp_path / "out")
     attribute.attribute(document, spark, log=lambda *_: None)
     first, second = findings
     assert [r["settings"][0]["key"] for r in first["attribution"]["restored_by"]] == ["spark.sql.a"]
-    assert first["attribution"]["restored_by"][0] == {
-        "settings": [{"key": "spark.sql.a", "value": "true", "why": "default true in 3.4.2, false from 3.4.3"}],
-        "exactly": True}
     # the second case of the group: only what moved the first (a and b, not c)
     assert second["attribution"]["tried"] == 2 and second["attribution"]["as_first_case"]
     assert [r["settings"][0]["key"] for r in second["attribution"]["restored_by"]] == ["spark.sql.a"]
     assert spark.variants == 3 + 2
+
+
+def test_a_setting_whose_variant_did_not_run_is_never_a_verdict(tmp_path, monkeypatch):
+    findings, document = _two_findings(tmp_path, monkeypatch)
+    spark = SparkWithConfigs(tmp_path / "out")
+    spark.broken["3.5.2"] = "its run ended with exit 3"
+    spark.run = lambda release, node_ids, name=None: None
+    attribute.attribute(document, spark, log=lambda *_: None)
+    assert findings[0]["attribution"]["restored_by"] == []
+    assert findings[0]["attribution"]["not_run"] == {k: "its run ended with exit 3"
+                                                     for k in ("spark.sql.a", "spark.sql.b", "spark.sql.c")}
+    assert upgrade._attribution_words(findings[0]) == \
+        "nothing compared: none of the 3 setting(s) could run (3 × its run ended with exit 3)"
