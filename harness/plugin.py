@@ -71,6 +71,9 @@ def pytest_addoption(parser):
     group.addoption("--flake-runs", type=int, default=0, metavar="K",
                     help="(python -m harness flakes) run every item K times, the result store bypassed, and "
                          "report every field that differs between the runs")
+    group.addoption("--case-ids", default=None, metavar="PATH",
+                    help="only the cases (and cross-strategy checks) whose ids PATH lists, one per line; the "
+                         "others are deselected (python -m harness bisect asks a release for its cases so)")
     group.addoption("--accept", action="store_true",
                     help="after the run, write what this Spark version observed into the scenario files "
                          "(python -m harness accept)")
@@ -257,6 +260,20 @@ def _guess_s(item) -> float:
     return GUESS_S["check" if isinstance(item, AgreementItem) else "case"]
 
 
+def _listed_cases(config, items) -> list:
+    """The items `--case-ids` lists (a name carries a flake run's `@K`: its case id before it)."""
+    from pathlib import Path
+    try:
+        wanted = set(Path(config.getoption("case_ids")).read_text(encoding="utf-8").split())
+    except OSError as exc:
+        raise pytest.UsageError(f"--case-ids: {exc}") from None
+    kept = [item for item in items if item.name.split("@")[0] in wanted]
+    dropped = [item for item in items if item.name.split("@")[0] not in wanted]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    return kept
+
+
 def pytest_collection_modifyitems(session, config, items):
     """(`--lf`/`--ff` act after this: pytest's cache provider wraps this hook.)
     Longest files first, so that no worker is left with a long file at the end (a
@@ -269,6 +286,8 @@ def pytest_collection_modifyitems(session, config, items):
         return
     if config._harness_shard is not None:
         items[:] = _select_shard(config, items)
+    if config.getoption("case_ids"):
+        items[:] = _listed_cases(config, items)
     took = previous_durations(config)
     cost: dict = {}
     for item in items:

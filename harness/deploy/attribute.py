@@ -80,10 +80,9 @@ def write_variant(out: Path, record: dict, settings: tuple, number: int) -> Vari
     """The case's scenario file with `settings` added to its spark_conf, under a new id,
     in OUT/tries/ where its catalogs are copied beside it (a round-trip edit: the file
     reads as the harness reads it, `on:` a key, not a boolean)."""
-    from ruamel.yaml import YAML
+    from harness.report.accept import round_trip_yaml
     source = ROOT / record["file"]
-    yaml = YAML()
-    yaml.width = 4096
+    yaml = round_trip_yaml()
     data = yaml.load(source.read_text(encoding="utf-8"))
     scenario_id = str(data["id"])
     new_id = f"{scenario_id}__try{number}"

@@ -174,6 +174,9 @@ class Prober:
 
 def _pytest(release: str, python: Path, node_ids: list[str], report_dir: Path, store: str, workers: str,
             extra: list[str]) -> int:
+    """The cases `node_ids` name (`file::case id`, or a folder), run as the files that hold
+    them with only those cases kept (`--case-ids`): a file this release refuses is one
+    collection error in results.json, not the end of the run."""
     env = dict(os.environ)
     if matrix.needs_java11(release):
         env["JAVA_HOME"] = matrix.java_home(python) or ""
@@ -184,9 +187,15 @@ def _pytest(release: str, python: Path, node_ids: list[str], report_dir: Path, s
     plugin = ["-p", "no:join_harness", "-p", "harness.plugin"] \
         if (python.parent.parent / matrix.NO_ENTRY_POINT).exists() else []
     report_dir.mkdir(parents=True, exist_ok=True)
-    # a file the harness refuses is reported in results.json; the others still run
-    command = [str(python), "-m", "pytest", *plugin, *node_ids, "--continue-on-collection-errors", "-n", "auto", "-q", "-p", "no:cacheprovider",
-               "--report-dir", str(report_dir), "--no-merged-page", "--store", store, *extra]
+    files = list(dict.fromkeys(n.split("::", 1)[0] for n in node_ids))
+    selection = []
+    if any("::" in n for n in node_ids):
+        listed = report_dir / "case-ids.txt"
+        atomic_write_text(listed, "\n".join(n.split("::", 1)[1] for n in node_ids if "::" in n) + "\n")
+        selection = ["--case-ids", str(listed)]
+    command = [str(python), "-m", "pytest", *plugin, *files, *selection, "--continue-on-collection-errors",
+               "-n", "auto", "-q", "-p", "no:cacheprovider", "--report-dir", str(report_dir), "--no-merged-page",
+               "--store", store, *extra]
     with open(report_dir / "pytest.log", "w") as out:
         return subprocess.run(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
 

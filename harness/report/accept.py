@@ -220,7 +220,7 @@ def _base_edits(plan: FilePlan, wanted: dict) -> dict:
 
 # --------------------------------------------------------------------------- YAML edits
 
-def _yaml():
+def round_trip_yaml():
     from ruamel.yaml import YAML
     yaml = YAML()  # round-trip; its loader builds only plain data and comment-carrying containers
     yaml.preserve_quotes = True
@@ -240,7 +240,7 @@ def _flow(mapping: dict):
 
 def apply_edits(text: str, base: dict, overrides: list[tuple[dict, dict]]) -> str:
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
-    yaml = _yaml()
+    yaml = round_trip_yaml()
     doc = yaml.load(text)
     block = doc["expect"]
     for key, value in base.items():
