@@ -353,11 +353,18 @@ def pytest_collection(session):
         judge_own_share(session.config, scenario_files(session.config.args or [str(session.config.rootpath)]))
 
 
+def _explicit_paths(config) -> set:
+    """The files named on the command line, resolved once per run (per collected file, it
+    was a path resolution per argument: minutes for a run given 2,000 files)."""
+    if getattr(config, "_harness_explicit", None) is None:
+        config._harness_explicit = {Path(a.split("::")[0]).resolve() for a in config.args}
+    return config._harness_explicit
+
+
 def pytest_collect_file(file_path: Path, parent):
     if file_path.suffix not in (".yaml", ".yml") or is_catalog_file(file_path):
         return None
-    explicit = {Path(a.split("::")[0]).resolve() for a in parent.config.args}
-    if "scenarios" in file_path.resolve().parts or file_path.resolve() in explicit:
+    if "scenarios" in file_path.resolve().parts or file_path.resolve() in _explicit_paths(parent.config):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
 

@@ -118,3 +118,14 @@ def test_progress_eta_weighs_items_by_their_last_durations(tmp_path, monkeypatch
     progress.seen(SimpleNamespace(failed=False, when="teardown", nodeid="s/a.yaml::long[x]"))
     # by item count: 99 more items like the first = 99 minutes; by last durations: ~10 s
     assert "ETA 10s" in progress.line(60.0), progress.line(60.0)
+
+
+def test_case_ids_keep_only_the_listed_cases_and_a_refused_file_does_not_stop_the_others(pytester, session):
+    """What bisect asks a release: the files that hold its cases, only those cases run;
+    a file that release refuses is one collection error."""
+    make_suite(pytester, {"good.yaml": MINIMAL,
+                          "broken.yaml": MINIMAL.replace("id: minimal", "id: broken").replace("right: b", "right: nope")})
+    (pytester.path / "ids.txt").write_text("minimal\nbroken\n")
+    result = pytester.runpytest("scenarios/good.yaml", "scenarios/broken.yaml", "--case-ids", "ids.txt",
+                                "--continue-on-collection-errors", "--no-report", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1, deselected=1)  # minimal[agree] is not listed
