@@ -164,6 +164,9 @@ def _bisect_parser(commands) -> None:
     bisect.add_argument("--store", default=None, metavar="PATH", help="the result store (default: the matrix's)")
     bisect.add_argument("--workers", default="2")
     bisect.add_argument("--no-configs", action="store_true", help="search releases only; try no config")
+    bisect.add_argument("--write", action="store_true",
+                        help="a bug file whose case flips between two adjacent releases: its `affected` range "
+                             "checked against them, and its bound moved where it disagrees (said in the file)")
 
 
 def _upgrade_parser(commands) -> None:
@@ -179,7 +182,7 @@ def _upgrade_parser(commands) -> None:
 def _bisect(args, root) -> int:
     from harness.deploy import bisect
     return bisect.main(args.paths, args.good, args.bad, args.report_dir, args.out, args.store, args.workers,
-                       attribution=not args.no_configs)
+                       attribution=not args.no_configs, write=args.write)
 
 
 def _upgrade(args, root) -> int:

@@ -286,7 +286,8 @@ def bisect(paths: list[str], good: str, bad: str, prober: Prober, report_root: P
 
 
 def main(paths: list[str], good: str, bad: str, report_dir: str = "reports", out: str | None = None,
-         store: str | None = None, workers: str = "2", attribution: bool = True, log=print) -> int:
+         store: str | None = None, workers: str = "2", attribution: bool = True, write: bool = False,
+         log=print) -> int:
     """`python -m harness bisect`: search, attribute, write OUT/bisect.json and the report."""
     from harness.deploy import attribute
     from harness.report import upgrade
@@ -304,6 +305,9 @@ def main(paths: list[str], good: str, bad: str, report_dir: str = "reports", out
         attribute.attribute(document, prober, log)
         document["attribution_seconds"] = round(time.perf_counter() - started, 1)
     document["probes"] = prober.runs
+    if write:  # a bug file's affected range, as measured
+        from harness.report import bug_range
+        document["written"] = bug_range.write_measured(document["findings"], document["_records"])
     save(document, out_dir)
     written = upgrade.write(document, out_dir)
     for found in document["findings"]:

@@ -264,3 +264,38 @@ def test_a_setting_whose_variant_did_not_run_is_never_a_verdict(tmp_path, monkey
                                                      for k in ("spark.sql.a", "spark.sql.b", "spark.sql.c")}
     assert upgrade._attribution_words(findings[0]) == \
         "nothing compared: none of the 3 setting(s) could run (3 × its run ended with exit 3)"
+
+
+@pytest.mark.parametrize("affected, buggy, clean, expected", [
+    ("<4.0.0", "3.5.9", "4.0.0", ("<4.0.0", "agrees")),
+    ("<3.5.0", "3.5.9", "4.0.0", ("<4.0.0", "upper bound moved to <4.0.0")),            # fixed later than declared
+    ("<4.1.0", "3.5.9", "4.0.0", ("<4.0.0", "upper bound moved to <4.0.0")),            # fixed earlier
+    (">=3.5.0,<3.5.3", "3.4.1", "3.4.0", ("<3.5.3,>=3.4.1", "lower bound moved to >=3.4.1")),
+    ([">=3.4,<3.5.9", ">=4.0,<4.0.3"], "4.0.3", "4.0.4", ([">=3.4,<3.5.9", ">=4.0,<4.0.4"], "upper bound moved to <4.0.4")),
+    ([">=3.4,<3.5.9", ">=4.0,<4.0.3"], "3.5.9", "4.0.0", (None, "needs a person (more than one bound would move)")),
+])
+def test_a_bug_files_range_is_checked_against_the_flip_and_one_bound_moved(affected, buggy, clean, expected):
+    from harness.report import bug_range
+    assert bug_range.measured_affected(affected, buggy, clean) == expected
+
+
+def test_write_moves_the_bound_in_the_file_and_says_what_was_measured(tmp_path, monkeypatch):
+    from harness.report import bug_range
+    from tests.conftest import MINIMAL
+    monkeypatch.setattr(bug_range, "ROOT", tmp_path)
+    (tmp_path / "scenarios").mkdir()
+    text = MINIMAL.replace("id: minimal", "id: bugged\nbug: {id: SPARK-1, affected: '<3.4.0'}  # from the tracker")
+    (tmp_path / "scenarios" / "bugged.yaml").write_text(text)
+    shows = fake_record("bugged", status="known_bug")
+    clean = fake_record("bugged", status="passed")
+    shows["bug"] = clean["bug"] = {"id": "SPARK-1"}
+    found = {"case_id": "bugged", "file": "scenarios/bugged.yaml", "kind": "known bug", "good": "3.4.1", "bad": "3.4.2"}
+    lines = bug_range.write_measured([found], {"bugged": {"3.4.1": shows, "3.4.2": clean}}, log=lambda *_: None)
+    assert lines == ["scenarios/bugged.yaml: affected '<3.4.2': upper bound moved to <3.4.2 "
+                     "(3.4.1 shows it, 3.4.2 does not)"]
+    written = (tmp_path / "scenarios" / "bugged.yaml").read_text()
+    assert "  affected: '<3.4.2'  # measured by bisect: 3.4.1 shows it, 3.4.2 does not\n" in written
+    assert written.split("\ntables:")[1] == text.split("\ntables:")[1]  # the rest of the file kept
+    assert not list((tmp_path / "scenarios").glob(".*"))
+    again = bug_range.write_measured([found], {"bugged": {"3.4.1": shows, "3.4.2": clean}}, log=lambda *_: None)
+    assert again == ["scenarios/bugged.yaml: affected '<3.4.2' agrees (3.4.1 shows it, 3.4.2 does not)"]
