@@ -18,7 +18,6 @@ preferred when they lie near the middle of an interval.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -177,15 +176,7 @@ def _pytest(release: str, python: Path, node_ids: list[str], report_dir: Path, s
     """The cases `node_ids` name (`file::case id`, or a folder), run as the files that hold
     them with only those cases kept (`--case-ids`): a file this release refuses is one
     collection error in results.json, not the end of the run."""
-    env = dict(os.environ)
-    if matrix.needs_java11(release):
-        env["JAVA_HOME"] = matrix.java_home(python) or ""
-    env["PYSPARK_PYTHON"] = str(python)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    if workers.isdigit():
-        env["PYTEST_XDIST_AUTO_NUM_WORKERS"] = workers
-    plugin = ["-p", "no:join_harness", "-p", "harness.plugin"] \
-        if (python.parent.parent / matrix.NO_ENTRY_POINT).exists() else []
+    env, plugin = matrix.pytest_env(release, python, workers)
     report_dir.mkdir(parents=True, exist_ok=True)
     files = list(dict.fromkeys(n.split("::", 1)[0] for n in node_ids))
     selection = []

@@ -117,10 +117,8 @@ def java_home(python: Path) -> str | None:
     return found[0] if found else None
 
 
-def run_version(spark: str, python: Path, report_dir: str, workers: str, extra: list[str],
-                log_file: Path | None = None) -> tuple[int, float]:
-    """The suite on one version; its output to the terminal, or to `log_file` when
-    versions run side by side."""
+def pytest_env(spark: str, python: Path, workers: str) -> tuple[dict, list[str]]:
+    """(the environment, the plugin arguments) of a pytest run in a version's environment."""
     env = dict(os.environ)
     if needs_java11(spark):
         env["JAVA_HOME"] = java_home(python) or ""
@@ -130,10 +128,18 @@ def run_version(spark: str, python: Path, report_dir: str, workers: str, extra: 
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     # This checkout's harness, whichever checkout the environment was built from.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    plugin = ["-p", "no:join_harness", "-p", "harness.plugin"] if (python.parent.parent / NO_ENTRY_POINT).exists() else []
-    started = time.perf_counter()
     if workers.isdigit():  # `-n auto` of that many: none when the store holds every observation
         env["PYTEST_XDIST_AUTO_NUM_WORKERS"] = workers
+    plugin = ["-p", "no:join_harness", "-p", "harness.plugin"] if (python.parent.parent / NO_ENTRY_POINT).exists() else []
+    return env, plugin
+
+
+def run_version(spark: str, python: Path, report_dir: str, workers: str, extra: list[str],
+                log_file: Path | None = None) -> tuple[int, float]:
+    """The suite on one version; its output to the terminal, or to `log_file` when
+    versions run side by side."""
+    env, plugin = pytest_env(spark, python, workers)
+    started = time.perf_counter()
     # The cross-version page is written once, when every version has run (main).
     command = [str(python), "-m", "pytest", *plugin, "scenarios", "-n", "auto", "-q", "-p", "no:cacheprovider",
                "--report-dir", report_dir, "--no-merged-page", *extra]
