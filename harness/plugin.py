@@ -260,15 +260,22 @@ def _guess_s(item) -> float:
     return GUESS_S["check" if isinstance(item, AgreementItem) else "case"]
 
 
+def _case_id_of(name: str) -> str:
+    """An item's case id: its name without a flake run's `@K` (a label's own `@`, as in
+    `BROADCAST@right`, stays)."""
+    head, at, run = name.rpartition("@")
+    return head if at and run.isdigit() else name
+
+
 def _listed_cases(config, items) -> list:
-    """The items `--case-ids` lists (a name carries a flake run's `@K`: its case id before it)."""
+    """The items `--case-ids` lists."""
     from pathlib import Path
     try:
         wanted = set(Path(config.getoption("case_ids")).read_text(encoding="utf-8").split())
     except OSError as exc:
         raise pytest.UsageError(f"--case-ids: {exc}") from None
-    kept = [item for item in items if item.name.split("@")[0] in wanted]
-    dropped = [item for item in items if item.name.split("@")[0] not in wanted]
+    kept = [item for item in items if _case_id_of(item.name) in wanted]
+    dropped = [item for item in items if _case_id_of(item.name) not in wanted]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     return kept

@@ -125,7 +125,14 @@ def test_case_ids_keep_only_the_listed_cases_and_a_refused_file_does_not_stop_th
     a file that release refuses is one collection error."""
     make_suite(pytester, {"good.yaml": MINIMAL,
                           "broken.yaml": MINIMAL.replace("id: minimal", "id: broken").replace("right: b", "right: nope")})
-    (pytester.path / "ids.txt").write_text("minimal\nbroken\n")
+    (pytester.path / "ids.txt").write_text("minimal\nbroken\nminimal[x@y]\n")
     result = pytester.runpytest("scenarios/good.yaml", "scenarios/broken.yaml", "--case-ids", "ids.txt",
                                 "--continue-on-collection-errors", "--no-report", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, errors=1, deselected=1)  # minimal[agree] is not listed
+
+
+def test_a_case_id_keeps_the_at_sign_of_its_label_and_drops_a_flake_runs():
+    from harness.plugin import _case_id_of
+    assert _case_id_of("literal_tables[BROADCAST@right-sql]") == "literal_tables[BROADCAST@right-sql]"
+    assert _case_id_of("literal_tables[BROADCAST@right-sql]@2") == "literal_tables[BROADCAST@right-sql]"
+    assert _case_id_of("minimal@3") == "minimal"

@@ -18,6 +18,7 @@ preferred when they lie near the middle of an interval.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -155,6 +156,7 @@ class Prober:
             self.log(f"[bisect] Spark {release}: skipped, {why}")
             return None
         report_dir = self.out / "runs" / (name or release)
+        shutil.rmtree(report_dir, ignore_errors=True)  # a report folder keeps earlier runs' records
         started = time.perf_counter()
         code = _pytest(release, python, node_ids, report_dir, self.store, self.workers, self.extra)
         seconds = round(time.perf_counter() - started, 1)
