@@ -164,6 +164,10 @@ def _bisect_parser(commands) -> None:
     bisect.add_argument("--store", default=None, metavar="PATH", help="the result store (default: the matrix's)")
     bisect.add_argument("--workers", default="2")
     bisect.add_argument("--no-configs", action="store_true", help="search releases only; try no config")
+    bisect.add_argument("--max-variants", type=int, default=None, metavar="N",
+                        help="config tries run in one go up to N variants (default 3000); beyond, the findings "
+                             "of one kind at one pair of releases share their first case's answer to which "
+                             "settings matter")
     bisect.add_argument("--write", action="store_true",
                         help="a bug file whose case flips between two adjacent releases: its `affected` range "
                              "checked against them, and its bound moved where it disagrees (said in the file)")
@@ -182,7 +186,7 @@ def _upgrade_parser(commands) -> None:
 def _bisect(args, root) -> int:
     from harness.deploy import bisect
     return bisect.main(args.paths, args.good, args.bad, args.report_dir, args.out, args.store, args.workers,
-                       attribution=not args.no_configs, write=args.write)
+                       attribution=not args.no_configs, write=args.write, max_variants=args.max_variants)
 
 
 def _upgrade(args, root) -> int:

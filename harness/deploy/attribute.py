@@ -122,9 +122,9 @@ def moved(bad: dict, variant: dict | str | None) -> bool:
     return isinstance(variant, dict) and not diff.incomparable(variant) and bool(diff.case_changes(bad, variant))
 
 
-def attribute(document: dict, prober, log=print) -> dict:
+def attribute(document: dict, prober, log=print, max_variants: int = MAX_VARIANTS) -> dict:
     """Every finding of a bisect document with the settings that restore it on --bad:
-    every setting for every finding, in one run, up to MAX_VARIANTS variants; beyond,
+    every setting for every finding, in one run, up to `max_variants` variants; beyond,
     grouped (`_grouped_tries`)."""
     out = prober.out
     shutil.rmtree(out / "tries", ignore_errors=True)
@@ -147,7 +147,7 @@ def attribute(document: dict, prober, log=print) -> dict:
         found["attribution"] = {"candidates": len(settings), "not_tried": skipped, "restored_by": []}
         groups.setdefault((found["good"], found["bad"], found["kind"]), []).append((found, settings[:MAX_SINGLE_TRIES]))
     every = [member for members in groups.values() for member in members]
-    if len({(found["case_id"], s) for found, settings in every for s in settings}) <= MAX_VARIANTS:
+    if len({(found["case_id"], s) for found, settings in every for s in settings}) <= max_variants:
         answers = _run_variants(every, records, document, prober, singles=True)
         for found, settings in every:
             _judge_singles(found, settings, answers, records, document)
@@ -180,7 +180,7 @@ def attribute(document: dict, prober, log=print) -> dict:
 
 
 def _grouped_tries(groups: dict, records: dict, document: dict, prober) -> dict:
-    """Beyond MAX_VARIANTS: each group's first case every setting, the others the settings
+    """Beyond the variants budget: each group's first case every setting, the others the settings
     that moved the first one's observation at all."""
     firsts = [members[0] for members in groups.values()]
     answers = _run_variants(firsts, records, document, prober, singles=True)

@@ -166,7 +166,8 @@ class Prober:
             self.log(f"[bisect] Spark {release}: skipped, {self.broken[release]}")
             return None
         self.runs.append({"release": release, "cases": len(node_ids), "seconds": seconds, "name": name or release})
-        self.log(f"[bisect] Spark {release}: {len(node_ids)} case(s) in {seconds} s")
+        asked = f"{len(node_ids)} case(s)" if any("::" in n for n in node_ids) else " ".join(node_ids)
+        self.log(f"[bisect] Spark {release}: {asked} in {seconds} s")
         document = json.loads(results.read_text(encoding="utf-8"))
         for entry in document.get("invalid") or []:
             self.refused[str((ROOT / entry["file"]).resolve())] = entry["message"]
@@ -280,7 +281,7 @@ def bisect(paths: list[str], good: str, bad: str, prober: Prober, report_root: P
 
 def main(paths: list[str], good: str, bad: str, report_dir: str = "reports", out: str | None = None,
          store: str | None = None, workers: str = "2", attribution: bool = True, write: bool = False,
-         log=print) -> int:
+         max_variants: int | None = None, log=print) -> int:
     """`python -m harness bisect`: search, attribute, write OUT/bisect.json and the report."""
     from harness.deploy import attribute
     from harness.report import upgrade
@@ -295,7 +296,7 @@ def main(paths: list[str], good: str, bad: str, report_dir: str = "reports", out
         return 2
     if attribution and document["findings"]:
         started = time.perf_counter()
-        attribute.attribute(document, prober, log)
+        attribute.attribute(document, prober, log, max_variants or attribute.MAX_VARIANTS)
         document["attribution_seconds"] = round(time.perf_counter() - started, 1)
     document["probes"] = prober.runs
     if write:  # a bug file's affected range, as measured

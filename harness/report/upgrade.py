@@ -46,6 +46,8 @@ def _attribution_words(found: dict) -> str:
         return restored or f"nothing compared: none of the {tried} setting(s) could run ({_reasons(not_run)})"
     if restored:
         return restored
+    if attribution.get("candidates") == 0:
+        return f"no config that a scenario can set changed its default between {found['good']} and {found['bad']}"
     which = " (those that moved the first case of its kind and releases)" if attribution.get("as_first_case") else ""
     pairs = attribution.get("pairs_tried", 0)
     words = f"no config restores it ({ran} setting(s) run one at a time{which}" + (f", {pairs} pairs" if pairs else "")

@@ -242,9 +242,8 @@ def test_configs_are_tried_on_bad_and_the_one_that_brings_back_good_is_named(tmp
 
 def test_beyond_the_budget_the_others_of_a_group_get_what_moved_its_first_case(tmp_path, monkeypatch):
     findings, document = _two_findings(tmp_path, monkeypatch)
-    monkeypatch.setattr(attribute, "MAX_VARIANTS", 2)
     spark = SparkWithConfigs(tmp_path / "out")
-    attribute.attribute(document, spark, log=lambda *_: None)
+    attribute.attribute(document, spark, log=lambda *_: None, max_variants=2)
     first, second = findings
     assert [r["settings"][0]["key"] for r in first["attribution"]["restored_by"]] == ["spark.sql.a"]
     # the second case of the group: only what moved the first (a and b, not c)
