@@ -160,6 +160,9 @@ def _bisect_parser(commands) -> None:
     bisect.add_argument("--bad", required=True, metavar="VERSION", help="the later one, e.g. 4.3.0")
     bisect.add_argument("--report-dir", default="reports",
                         help="where <version>/results.json of --good and --bad are read (run over PATHS when missing)")
+    bisect.add_argument("--good-dir", default=None, metavar="DIR",
+                        help="--good's results from this report folder instead (made elsewhere: CI, another machine)")
+    bisect.add_argument("--bad-dir", default=None, metavar="DIR", help="--bad's results from this report folder instead")
     bisect.add_argument("--out", default=None, help="where bisect.json and the report go (default: REPORT_DIR/upgrade-GOOD-BAD)")
     bisect.add_argument("--store", default=None, metavar="PATH", help="the result store (default: the matrix's)")
     bisect.add_argument("--workers", default="2")
@@ -186,7 +189,8 @@ def _upgrade_parser(commands) -> None:
 def _bisect(args, root) -> int:
     from harness.deploy import bisect
     return bisect.main(args.paths, args.good, args.bad, args.report_dir, args.out, args.store, args.workers,
-                       attribution=not args.no_configs, write=args.write, max_variants=args.max_variants)
+                       attribution=not args.no_configs, write=args.write, max_variants=args.max_variants,
+                       good_dir=args.good_dir, bad_dir=args.bad_dir)
 
 
 def _upgrade(args, root) -> int:

@@ -39,6 +39,7 @@ class Setting:
     key: str
     value: str
     why: str      # e.g. "default true in 3.5.9, false from 4.0.0" or "added in 4.0.0, default true"
+    doc: str = ""  # the first sentence of its documentation, as the later release's registry says it
 
 
 def settings_between(before: dict, after: dict, earlier: str, later: str) -> tuple[list[Setting], dict[str, int]]:
@@ -60,12 +61,13 @@ def settings_between(before: dict, after: dict, earlier: str, later: str) -> tup
                 skipped["no value"] += 1
                 continue
             flipped = "false" if new["default"] == "true" else "true"
-            settings.append(Setting(key, flipped, f"added in {later}, default {new['default']}"))
+            settings.append(Setting(key, flipped, f"added in {later}, default {new['default']}", new.get("doc", "")))
             continue
         if "<" in old["default"] or old["default"] == "":
             skipped["no value"] += 1
             continue
-        settings.append(Setting(key, old["default"], f"default {old['default']} in {earlier}, {new['default']} from {later}"))
+        settings.append(Setting(key, old["default"], f"default {old['default']} in {earlier}, {new['default']} from {later}",
+                                new.get("doc", "")))
     return settings, skipped
 
 
@@ -224,7 +226,8 @@ def _ends(records: dict, document: dict, case_id: str) -> tuple[dict, dict]:
 
 
 def _restoring(settings: tuple, verdict: str) -> dict:
-    return {"settings": [{"key": s.key, "value": s.value, "why": s.why} for s in settings], "exactly": verdict == "exactly"}
+    return {"settings": [{"key": s.key, "value": s.value, "why": s.why, "doc": s.doc} for s in settings],
+            "exactly": verdict == "exactly"}
 
 
 def _run_variants(plans, records: dict, document: dict, prober, singles: bool) -> dict:

@@ -247,18 +247,24 @@ def search(searches: list[CaseSearch], prober: Prober, log=print) -> None:
 
 
 def results_of(report_dir: Path, release: str) -> dict | None:
-    path = report_dir / release / RESULTS
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    """A release's results in a report folder: REPORT_DIR/<release>/results.json, or the
+    folder's own results.json (a version's folder given as is) when it is that release's."""
+    for path in (report_dir / release / RESULTS, report_dir / RESULTS):
+        if path.exists():
+            document = json.loads(path.read_text(encoding="utf-8"))
+            if path.parent.name == release or (document.get("versions") or {}).get("spark") == release:
+                return document
+    return None
 
 
 def bisect(paths: list[str], good: str, bad: str, prober: Prober, report_root: Path, log=print,
-           known: list[str] | None = None) -> dict:
+           known: list[str] | None = None, folders: dict | None = None) -> dict:
     """The search: the results of --good and --bad (from the report folder, else run over
     `paths`), a search per changed case; the document `save` writes."""
     line = releases.between(good, bad, known if known is not None else releases.releases(log=log))
     ends = {}
     for release in (good, bad):
-        ends[release] = results_of(report_root, release)
+        ends[release] = results_of((folders or {}).get(release) or report_root, release)
         if ends[release] is None:
             log(f"[bisect] no results of Spark {release} in {report_root}: running {' '.join(paths) or 'scenarios'} on it")
             records = prober.run(release, list(paths) or ["scenarios"], name=f"{release}-all")
@@ -281,7 +287,8 @@ def bisect(paths: list[str], good: str, bad: str, prober: Prober, report_root: P
 
 def main(paths: list[str], good: str, bad: str, report_dir: str = "reports", out: str | None = None,
          store: str | None = None, workers: str = "2", attribution: bool = True, write: bool = False,
-         max_variants: int | None = None, log=print) -> int:
+         max_variants: int | None = None, good_dir: str | None = None, bad_dir: str | None = None,
+         log=print) -> int:
     """`python -m harness bisect`: search, attribute, write OUT/bisect.json and the report."""
     from harness.deploy import attribute
     from harness.report import upgrade
@@ -290,7 +297,8 @@ def main(paths: list[str], good: str, bad: str, report_dir: str = "reports", out
     store = str(Path(store).resolve()) if store else str(report_root.parent / ".harness-cache")
     prober = Prober(out_dir, store, log, workers)
     try:
-        document = bisect(paths, good, bad, prober, report_root, log)
+        folders = {release: Path(folder).resolve() for release, folder in ((good, good_dir), (bad, bad_dir)) if folder}
+        document = bisect(paths, good, bad, prober, report_root, log, folders=folders)
     except (BisectError, releases.ReleaseError) as exc:
         log(f"error: {exc}")
         return 2

@@ -21,7 +21,8 @@ def group_of(kind: str) -> str:
 
 
 def restoring_words(restoring: dict) -> str:
-    settings = " and ".join(f"{s['key']}={s['value']} ({s['why']})" for s in restoring["settings"])
+    settings = " and ".join(f"{s['key']}={s['value']} ({s['why']}" + (f"; “{s['doc']}”" if s.get("doc") else "") + ")"
+                            for s in restoring["settings"])
     return f"restored by {settings}" + ("" if restoring["exactly"] else " (that change; others remain)")
 
 

@@ -210,7 +210,7 @@ def _two_findings(tmp_path, monkeypatch):
     old = {"spark.sql.a": {"default": "true", "kind": "boolean", "static": False},
            "spark.sql.b": {"default": "1", "kind": "number", "static": False},
            "spark.sql.c": {"default": "5", "kind": "number", "static": False}}
-    new = {"spark.sql.a": {"default": "false", "kind": "boolean", "static": False},
+    new = {"spark.sql.a": {"default": "false", "kind": "boolean", "static": False, "doc": "When true, joins sort"},
            "spark.sql.b": {"default": "2", "kind": "number", "static": False},
            "spark.sql.c": {"default": "6", "kind": "number", "static": False}}
     monkeypatch.setattr(matrix, "ensure_env", lambda release, log: tmp_path)
@@ -232,12 +232,13 @@ def test_configs_are_tried_on_bad_and_the_one_that_brings_back_good_is_named(tmp
     attribute.attribute(document, spark, log=lambda *_: None)
     for found in findings:
         assert found["attribution"]["restored_by"] == [{
-            "settings": [{"key": "spark.sql.a", "value": "true", "why": "default true in 3.4.2, false from 3.4.3"}],
+            "settings": [{"key": "spark.sql.a", "value": "true", "why": "default true in 3.4.2, false from 3.4.3",
+                          "doc": "When true, joins sort"}],
             "exactly": True}]
         assert found["attribution"]["tried"] == 3 and found["attribution"]["not_run"] == {}
     assert spark.variants == 3 + 3
     assert upgrade.restoring_words(findings[0]["attribution"]["restored_by"][0]) == \
-        "restored by spark.sql.a=true (default true in 3.4.2, false from 3.4.3)"
+        "restored by spark.sql.a=true (default true in 3.4.2, false from 3.4.3; “When true, joins sort”)"
 
 
 def test_beyond_the_budget_the_others_of_a_group_get_what_moved_its_first_case(tmp_path, monkeypatch):
@@ -298,3 +299,12 @@ def test_write_moves_the_bound_in_the_file_and_says_what_was_measured(tmp_path, 
     assert not list((tmp_path / "scenarios").glob(".*"))
     again = bug_range.write_measured([found], {"bugged": {"3.4.1": shows, "3.4.2": clean}}, log=lambda *_: None)
     assert again == ["scenarios/bugged.yaml: affected '<3.4.2' agrees (3.4.1 shows it, 3.4.2 does not)"]
+
+
+def test_each_end_may_come_from_its_own_report_folder(tmp_path):
+    from tests.conftest import fake_results
+    made_elsewhere = tmp_path / "ci-artifact"
+    made_elsewhere.mkdir()
+    (made_elsewhere / "results.json").write_text(json.dumps(fake_results([rec()], spark="3.4.0")))
+    assert bisect.results_of(made_elsewhere, "3.4.0")["cases"][0]["case_id"] == "c[inner]"
+    assert bisect.results_of(made_elsewhere, "3.5.2") is None  # another version's results are not taken
