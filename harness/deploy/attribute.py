@@ -234,15 +234,14 @@ def _run_variants(plans, records: dict, document: dict, prober, singles: bool) -
     """case id → {settings tuple → the variant's record on --bad}: one run for all."""
     variants: dict[str, Variant] = {}
     wanted: dict[tuple[str, tuple], str] = {}
-    number = len(list((prober.out / "tries").rglob("*.yaml"))) if (prober.out / "tries").exists() else 0
     for found, items in plans:
         record = records[found["case_id"]][document["good"]]
         for item in items:
             settings = (item,) if singles else tuple(item)
             if (found["case_id"], settings) in wanted:
                 continue
-            number += 1
-            variant = write_variant(prober.out, record, settings, number)
+            prober.variants += 1
+            variant = write_variant(prober.out, record, settings, prober.variants)
             variants[variant.node_id] = variant
             wanted[(found["case_id"], settings)] = variant.node_id.split("::", 1)[1]
     if not variants:

@@ -140,6 +140,7 @@ class Prober:
     broken: dict[str, str] = field(default_factory=dict)  # release → why it cannot be tested
     runs: list[dict] = field(default_factory=list)
     refused: dict[str, str] = field(default_factory=dict)  # a scenario file (resolved) → why it was not collected
+    variants: int = 0  # scenario variants written so far (harness.deploy.attribute numbers them)
 
     def run(self, release: str, node_ids: list[str], name: str | None = None) -> dict[str, dict] | None:
         """case id → record of `release`; None when the release cannot be tested (named)."""
@@ -223,7 +224,7 @@ def search(searches: list[CaseSearch], prober: Prober, log=print) -> None:
     """Probe releases until every case's every kind lies between two adjacent releases
     (untestable ones aside)."""
     while True:
-        ready = {p.name[len("spark-"):] for p in matrix.ENV_ROOT.glob("spark-*") if (p / ".ready").exists()}
+        ready = matrix.built_versions()
         wants: dict[str, set[str]] = {}
         for case in searches:
             for kind in case.kinds:

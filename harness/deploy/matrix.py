@@ -117,6 +117,11 @@ def java_home(python: Path) -> str | None:
     return found[0] if found else None
 
 
+def built_versions() -> set[str]:
+    """The versions whose environment is built and ready here."""
+    return {p.name[len("spark-"):] for p in ENV_ROOT.glob("spark-*") if (p / ".ready").exists()}
+
+
 def pytest_env(spark: str, python: Path, workers: str) -> tuple[dict, list[str]]:
     """(the environment, the plugin arguments) of a pytest run in a version's environment."""
     env = dict(os.environ)

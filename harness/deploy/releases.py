@@ -41,7 +41,7 @@ def releases(refresh: bool = False, log=print, fetch=_fetched) -> list[str]:
             if cache.exists():
                 log(f"[bisect] the package registry cannot be reached ({exc}): the list kept in {cache} is used")
             else:
-                built = [p.name[len("spark-"):] for p in matrix.ENV_ROOT.glob("spark-*") if (p / ".ready").exists()]
+                built = matrix.built_versions()
                 log(f"[bisect] the package registry cannot be reached ({exc}): only the releases with an "
                     f"environment here are searched ({', '.join(sorted_releases(built)) or 'none'})")
                 return sorted_releases(built)

@@ -8,6 +8,7 @@ import html
 from pathlib import Path
 
 from harness.core.files import atomic_write_text
+from harness.core.vocab import spark_version
 
 # Most serious first: what a platform team must look at before it upgrades.
 GROUPS = (("Answers differ", ("result", "error", "known bug", "status")),
@@ -66,7 +67,6 @@ def _reasons(not_run: dict) -> str:
 
 def grouped(document: dict) -> list[tuple[str, list[tuple[tuple[str, str], list[dict]]]]]:
     """[(group, [((good, bad), findings)])], groups in GROUPS order, release pairs oldest first."""
-    from harness.core.vocab import spark_version
     out = []
     for name, _ in GROUPS:
         pairs: dict[tuple[str, str], list[dict]] = {}
