@@ -17,10 +17,13 @@ from harness.check.runner import (
     absolute_conf,
     observe,
     prepare_inputs,
+    reference_answer,
     run_forced,
+    sized_query,
     timeout_error,
 )
 from harness.core.records import AgreementRecord, AgreementRun
+from harness.check.compare_results import reference_words
 from harness.core.text import one_line
 from harness.core.vocab import NESTED_LOOP_OPERATORS, NO_JOIN, spark_version
 from harness.scenario.model import Case
@@ -135,17 +138,18 @@ class ForcedRuns:
     runs: list = field(default_factory=list)       # AgreementRun, in the order they ran
     rejected: list = field(default_factory=list)   # labels of runs Spark refused, or too big to run
     nested_loops: bool = True
+    reference: dict | None = None   # the answer against an independent engine's (harness.observe.reference)
 
     def to_json(self) -> dict:
         return {"runs": [{**run.to_json(), "error": run.error} if run.error is not None else
                          {**run.to_json(), "shared": run.shared, "seconds": run.seconds} for run in self.runs],
-                "rejected": self.rejected, "nested_loops": self.nested_loops}
+                "rejected": self.rejected, "nested_loops": self.nested_loops, "reference": self.reference}
 
     @classmethod
     def from_json(cls, data: dict) -> "ForcedRuns":
         runs = [AgreementRun(r["forced"], r.get("strategy"), r.get("build_side"), r.get("rows"), r.get("checksum"),
                              r.get("error"), bool(r.get("shared")), r.get("seconds")) for r in data["runs"]]
-        return cls(runs, list(data["rejected"]), bool(data["nested_loops"]))
+        return cls(runs, list(data["rejected"]), bool(data["nested_loops"]), data.get("reference"))
 
 
 STEPPED = ("a stream fed step by step emits by its watermarks and drops late rows: a batch join of its tables "
@@ -239,14 +243,30 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
             runs.insert(0 if label == AS_WRITTEN else len(runs),  # the reference, as before
                         AgreementRun(label, ran.strategy, ran.build_side, ran.rows, ran.checksum, shared=ran.shared,
                                      seconds=time.perf_counter() - run_started))
+        if tables is not None and "stream" not in case.scenario.data:
+            forced.reference = _reference_of_runs(session, scope, case, base_conf, tables, runs)
     return judge_agreement(case, session, forced, took())
+
+
+def _reference_of_runs(session: Session, scope, case: Case, conf: dict, tables: dict, runs: list) -> dict | None:
+    """The answer the strategies gave (the join as written's, else the first's) against an
+    independent engine's; None when no strategy answered."""
+    answered = [run for run in runs if run.error is None and run.rows is not None]
+    if not answered:
+        return None
+    first = next((run for run in answered if run.forced == AS_WRITTEN), answered[0])
+    try:
+        query = sized_query(session, scope, case.join, conf, tables)
+    except Exception as exc:
+        return {"engine": "DuckDB", "compared": False, "why": f"the query could not be built again: {exc}"}
+    return reference_answer(session, scope, case, case.join, query, tables, first.rows, first.checksum)
 
 
 def judge_agreement(case: Case, who, forced: ForcedRuns, seconds: float) -> AgreementRecord:
     """The verdict on forced runs (just made, or stored by harness.store), with the
     scenario's known bug as it reads now."""
     varies = expect.resolve(case, who.versions["spark"], who.deployment, expect.engine_of(who.versions)).get("varies") or {}
-    status, message = _verdict(forced.runs, forced.rejected, forced.nested_loops, varies)
+    status, message = _verdict(forced.runs, forced.rejected, forced.nested_loops, varies, forced.reference)
     shared = sum(1 for run in forced.runs if run.shared)
     if shared:  # the same physical query under the same configs already ran in this worker
         message += f" ({shared} answer{'s' if shared > 1 else ''} shared with an identical plan run before)"
@@ -292,9 +312,27 @@ def _strategies(runs: list) -> list[tuple[str, str]]:
                   key=lambda pair: tuple("" if part is None else part for part in pair))
 
 
-def _verdict(runs: list, rejected: list, nested_loops: bool, varies: dict) -> tuple[str, str]:
+def _verdict(runs: list, rejected: list, nested_loops: bool, varies: dict,
+             reference: dict | None = None) -> tuple[str, str]:
     """`varies`: the scenario's own declaration of what differs between runs: its rows
-    or checksum are then not compared (said in the message), never silently."""
+    or checksum are then not compared (said in the message), never silently. `reference`:
+    the answer against an independent engine's; one that differs is a wrong answer even
+    where every strategy agrees (a rewrite bug happens before strategies are chosen)."""
+    status, message = _strategies_verdict(runs, rejected, nested_loops, varies)
+    if status in ("skipped", "error") or not reference:
+        return status, message
+    if reference.get("compared") and not reference.get("agrees"):
+        words = reference_words(reference)
+        return "correctness", words if status != "correctness" else f"{message}; {words}"
+    if reference.get("compared"):
+        agreed = f"{reference['engine']} gives the same {reference['rows']:,} rows"
+        if status == "unchecked" and message.startswith("only one strategy"):
+            return "passed", f"{message.split(': nothing to check against')[0]}: {agreed}"
+        return status, f"{message}; {agreed}"
+    return status, f"{message}; reference: not compared ({reference['why']})"
+
+
+def _strategies_verdict(runs: list, rejected: list, nested_loops: bool, varies: dict) -> tuple[str, str]:
     compared = [what for what in ("rows", "checksum") if what not in varies]
     said = "".join(f"; {what} not compared ({varies[what]})" for what in ("rows", "checksum") if what in varies)
     answered = [r for r in runs if r.error is None]

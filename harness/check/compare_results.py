@@ -127,3 +127,49 @@ def engine_answer_differs(observed: Observation) -> str | None:
         return None
     return (f"the engine's answer is not Spark's: {observed.rows} rows, checksum {observed.checksum}; "
             f"Spark ({reference['source']}): {reference['rows']} rows, checksum {reference['checksum']}")
+
+
+def reference_differs(observed: Observation) -> str | None:
+    """Spark's answer against the independent engine's (harness.observe.reference): the
+    line that shows both, None when they agree or were not compared."""
+    reference = observed.reference
+    if not reference or not reference.get("compared") or reference.get("agrees") or observed.error:
+        return None
+    return reference_words(reference)
+
+
+def reference_words(reference: dict) -> str:
+    """A reference that disagrees, in one line: both counts and the first differing rows."""
+    parts = [f"Spark's answer is not {reference['engine']}'s: Spark {reference['spark_rows']:,} rows, "
+             f"{reference['engine']} {reference['rows']:,} rows"]
+    if reference.get("only_spark_count"):
+        parts.append(f"{reference['only_spark_count']:,} only in Spark's, e.g. "
+                     f"{_rows_text(reference['only_spark'])}")
+    if reference.get("only_reference_count"):
+        parts.append(f"{reference['only_reference_count']:,} only in {reference['engine']}'s, e.g. "
+                     f"{_rows_text(reference['only_reference'])}")
+    return "; ".join(parts)
+
+
+def _rows_text(rows: list) -> str:
+    return ", ".join("(" + ", ".join("NULL" if v is None else str(v) for v in row) + ")" for row in rows[:3])
+
+
+def reference_note(reference: dict | None) -> str | None:
+    """What a record says of a reference that compared nothing (None: it compared)."""
+    if not reference or reference.get("compared"):
+        return None
+    return f"reference: not compared ({reference['why']})"
+
+
+def answers_disagree(observed: Observation, limit: int) -> str | None:
+    """Two observations of one answer that disagree: the count Spark gave with its checksum
+    against the rows it collected for the same query (None: they agree, or one is missing
+    or the collection stopped at `limit`)."""
+    if observed.error or observed.rows is None or observed.result_rows is None:
+        return None
+    collected = len(observed.result_rows)
+    if collected > limit or collected == observed.rows:
+        return None
+    return (f"Spark's two observations of one answer disagree: counted {observed.rows:,} rows with the checksum, "
+            f"collected {collected:,}")

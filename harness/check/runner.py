@@ -23,7 +23,7 @@ from harness.core.records import (
 )
 from harness.core.text import display_path, one_line, printable
 from harness.core.vocab import NESTED_LOOP_OPERATORS, SPJ_CONFS
-from harness.observe import jvm_plans, model, printed_plans
+from harness.observe import jvm_plans, model, printed_plans, reference
 from harness.scenario import confs
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import Case
@@ -31,7 +31,7 @@ from harness.scenario.formats import written_derived
 from harness.scenario.tables import is_derived, is_stats_only, uses_iceberg
 from harness.spark import datagen, derived, engines, executions, sql_guard, streaming
 from harness.spark.errors import describe_error
-from harness.spark.query import build_query, checksum_frame, checksum_text
+from harness.spark.query import build_query, checksum_frame, checksum_text, sql_text
 from harness.spark.case_scope import CaseScope
 from harness.spark.session import Session
 
@@ -155,7 +155,7 @@ def prepare_inputs(session: Session, scope: CaseScope, case: Case, conf: dict) -
     return derived.build_inputs(session, scope, case, absolute)
 
 
-def _sized_query(session: Session, scope: CaseScope, join: dict, conf: dict, tables: dict):
+def sized_query(session: Session, scope: CaseScope, join: dict, conf: dict, tables: dict):
     """The join over the built tables; configs sized by an estimate of it are set first
     (and the query built again under them). `conf` values already set stay as they are."""
     query = build_query(session.spark, scope, join, tables)
@@ -175,7 +175,7 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
     """Plan (and optionally run) the join over tables already built under `conf`."""
     timings = {} if timings is None else timings
     start = time.perf_counter() if start is None else start
-    query = _sized_query(session, scope, join, conf, tables)
+    query = sized_query(session, scope, join, conf, tables)
     timings["build_s"] = time.perf_counter() - start
 
     start = time.perf_counter()
@@ -213,6 +213,9 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
         if ran.engine_reference is None:  # once per execution: a shared one carries it
             ran.engine_reference = _engine_reference(session, case, frame)
         observed.engine_reference = ran.engine_reference
+        reference_started = time.perf_counter()
+        observed.reference = reference_answer(session, scope, case, join, query, tables, ran.rows, ran.checksum)
+        timings["reference_s"] = time.perf_counter() - reference_started
         final_plan = ran.plan
         if final_plan is not None:
             plan_objects["final"] = final_plan
@@ -226,6 +229,43 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
             observed.result_rows = expect.normalize_rows(query.limit(RESULT_ROWS_LIMIT + 1).collect())
         timings["execute_s"] = time.perf_counter() - start
     return observed, plan_objects
+
+
+def _analysed_alone(session: Session, scope: CaseScope, join: dict, tables: dict) -> list:
+    """Spark's analysed plan of the join over empty stand-ins of its inputs (their
+    schemas, none of the expressions that made their rows): what the query itself does.
+    The views are registered over the real inputs again afterwards."""
+    from harness.spark.sql_trees import tree_of
+    stand_ins = {name: session.spark.createDataFrame([], frame.schema) for name, frame in tables.items()}
+    try:
+        return tree_of(build_query(session.spark, scope, join, stand_ins)._jdf.queryExecution().analyzed())
+    finally:
+        build_query(session.spark, scope, join, tables)
+
+
+def reference_answer(session: Session, scope: CaseScope, case: Case, join: dict, query, tables: dict, rows: int,
+                     checksum: str) -> dict:
+    """The answer `rows`/`checksum` of `query` (the case's join over `tables`) against an
+    independent engine's (harness.observe.reference); every case of a file with the same
+    join and data configs shares one reference answer, whichever API or hints it uses."""
+    expected = expect.resolve(case, session.versions["spark"], session.deployment, expect.engine_of(session.versions))
+    why = reference.skip_reason(case.scenario.data, expected.get("varies"))
+    if why is None and session.plan_reader != "jvm":
+        why = "not run through Spark Connect (the reference reads the inputs through the JVM)"
+    if why is None and "stream" in case.scenario.data:
+        why = "a stream's answer is its micro-batches'"
+    if why is not None:
+        return {"engine": reference.ENGINE, "compared": False, "why": why}
+    absolute = absolute_conf(case.spark_conf)
+    scope_key = (id(session.spark), str(case.scenario.path), case.scenario.id,
+                 tuple(sorted(confs.data_conf(absolute).items())))
+    query_sql = join["sql"] if "sql" in join else sql_text({**join, "hints": {}})
+    try:
+        return reference.observe(session.spark, scope_key, query_sql, tables, query, rows, checksum,
+                                 analysed=lambda: _analysed_alone(session, scope, join, tables))
+    except Exception as exc:  # never the case's error: said, and nothing compared
+        return {"engine": reference.ENGINE, "compared": False,
+                "why": f"the comparison could not run: {describe_error(exc).message[:300]}"}
 
 
 @dataclass
@@ -244,7 +284,7 @@ def run_forced(session: Session, scope: CaseScope, join: dict, conf: dict, table
     count and checksum (no estimates, no model inputs, no plan text). `nested_loops`
     False: a plan whose top join is a nested loop (fixed: no AQE) is not run (None).
     `execute` False: planned only (its top join, no answer)."""
-    query = _sized_query(session, scope, join, conf, tables)
+    query = sized_query(session, scope, join, conf, tables)
     frame = checksum_frame(query)
     plans = plans_of(session)
     plan = plans.current_plan(frame)
@@ -476,9 +516,11 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
         expected = _with_prediction(expected, judged)
     problems = expect.compare(expected, observed) if expect.has_assertions(expected) else []
     status = _status(expected, observed, problems)
-    wrong = compare_results.engine_answer_differs(observed)
-    if wrong:  # a native answer that is not Spark's: wrong, whatever else was expected
-        status, problems = "correctness", [wrong, *problems]
+    for wrong in (compare_results.engine_answer_differs(observed),  # a native answer that is not Spark's
+                  compare_results.reference_differs(observed),      # an independent engine's answer
+                  compare_results.answers_disagree(observed, RESULT_ROWS_LIMIT)):
+        if wrong:  # wrong, whatever else was expected
+            status, problems = "correctness", [wrong, *problems]
     unchecked = expect.not_checkable(expected, observed) if expect.has_assertions(expected) else []
     said = _unchecked_words(unchecked, session.versions["spark"])
     if unchecked == ["warnings"] and status == "passed" and \
@@ -494,6 +536,9 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
     bug = expect.bug_in_force(case, version, deployment(session.master), expect.engine_of(session.versions))
     status, message = expect.bug_verdict(bug, status,
                                          one_line("; ".join(problems)), version)
+    note = compare_results.reference_note(observed.reference)
+    if note:
+        message = f"{message}; {note}" if message else note
     return CaseRecord(
         identity=_identity(case, session), case_id=case.case_id, label=case.label, params=case.params,
         description=case.scenario.data["description"], status=status, message=message,

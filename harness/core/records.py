@@ -109,6 +109,9 @@ class Observation:
     # Under a native engine: Spark's own answer to the same query, the engine off
     # ({"rows", "checksum", "source"}): a native answer that differs is a wrong answer.
     engine_reference: Optional[dict] = None
+    # The same query's answer from an independent engine (harness.observe.reference):
+    # {engine, compared, agrees, rows, checksum, ...} or {engine, compared: false, why}.
+    reference: Optional[dict] = None
 
     def plan(self, which: str) -> Optional[PlanView]:
         return self.initial if which == "initial" else self.final
@@ -129,7 +132,8 @@ class Observation:
                    stream_batches=data.get("stream_batches"), stream_steps=data.get("stream_steps"),
                    final_not_applicable=data.get("final_not_applicable"),
                    unavailable=data.get("unavailable"), undefined_conf=data.get("undefined_conf"),
-                   cost=data.get("cost"), engine_reference=data.get("engine_reference"))
+                   cost=data.get("cost"), engine_reference=data.get("engine_reference"),
+                   reference=data.get("reference"))
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {
@@ -139,7 +143,7 @@ class Observation:
             "error": self.error.to_json() if self.error is not None else None, "conf": self.conf,
             "timings": self.timings}
         for key in ("join_conf", "warnings", "result_rows", "stream_batches", "stream_steps", "final_not_applicable",
-                    "unavailable", "undefined_conf", "cost", "engine_reference"):
+                    "unavailable", "undefined_conf", "cost", "engine_reference", "reference"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out
@@ -236,5 +240,7 @@ class AgreementRecord(ItemRecord):
 
     def to_json(self) -> dict:
         return {**self._head(), "expected": {},
-                "observed": {"agreement": [run.to_json() for run in self.runs], "strategies": self.strategies},
+                "observed": {"agreement": [run.to_json() for run in self.runs], "strategies": self.strategies,
+                             **({"reference": self.forced.reference}
+                                if getattr(self.forced, "reference", None) is not None else {})},
                 "timings": self.timings}

