@@ -59,6 +59,8 @@ def pytest_addoption(parser):
                          "(cross-strategy result checks still run)")
     group.addoption("--no-agree", action="store_true",
                     help="leave out the cross-strategy checks (a fast edit loop; the report keeps their last results)")
+    group.addoption("--no-reference", action="store_true",
+                    help="do not compare answers with the independent engine's (DuckDB); also HARNESS_REFERENCE=off")
     group.addoption("--fresh", action="store_true",
                     help="run every case again, whatever the result store holds (the store is refreshed)")
     group.addoption("--store", default=None, metavar="PATH",
@@ -146,6 +148,7 @@ def _run_options(config) -> RunOptions:
         master=config.getoption("spark_master"), remote=config.getoption("spark_remote"),
         spark_conf=_session_conf(config),
         plan_text=config.getoption("plan_text"), observe=config.getoption("observe"),
+        reference=False if config.getoption("no_reference") else None,
         formats=declared_formats(_scenario_paths(config)) if _runs_scenarios(config) else (),
         optimising_jit=_bulk_selection(config))
 

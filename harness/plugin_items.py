@@ -233,7 +233,8 @@ class ScenarioItem(pytest.Item):
         if self.flake_run is not None:
             self.user_properties.append((FLAKE_RUN_KEY, str(self.flake_run)))
         if record.status in ("skipped", "unchecked"):  # the record keeps which of the two
-            pytest.skip(record.message + reused)
+            # reported at the scenario file and line (reportinfo), not at this line
+            raise pytest.skip.Exception(record.message + reused, _use_item_location=True)
         if record.status == "known_bug":  # reported apart: xfailed, and listed with its JIRA
             pytest.xfail(record.message + reused)
         if record.status in FAILING:

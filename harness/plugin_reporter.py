@@ -174,6 +174,17 @@ class HarnessReporter:
                 f"(observations judged by today's expectations); {len(self.records) - reused} "
                 f"observed now ({where}; --fresh runs everything)")
 
+    def _reference_lines(self) -> list[str]:
+        """The answers against the independent engine: compared, and not compared by why."""
+        counts = version_report.reference_counts(list(self.records.values()))
+        if not counts["compared"] and not counts["not_compared"]:
+            return []
+        engines = ", ".join(counts["engines"])
+        lines = [f"join harness: answers against {engines}: {counts['compared']} compared ({counts['agree']} agree, "
+                 f"{counts['differ']} differ), {counts['not_compared']} not compared"]
+        lines += [f"  not compared, {why}: {n}" for why, n in counts["by_reason"].items()]
+        return lines
+
     def pytest_terminal_summary(self, terminalreporter):
         if self.failed_write:
             terminalreporter.write_line(self.failed_write)
@@ -189,6 +200,8 @@ class HarnessReporter:
                 bug = record.get("bug") or {}
                 terminalreporter.write_line(one_line(f"  {record['case_id']}: {bug.get('id', '')} "
                                                      f"{bug.get('url', '')} ({record['file']}:{record['line']})"))
+        for line in self._reference_lines():
+            terminalreporter.write_line(line)
         reuse_line = self._reuse_line()
         if reuse_line:
             terminalreporter.write_line(reuse_line)

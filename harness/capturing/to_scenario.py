@@ -369,6 +369,7 @@ def _scenario(spark, frame, tables, sql, scenario_id, where, written) -> dict:
         expect.update(_pruning_expectations(joins[0], tables))
     else:
         expect["strategy"] = "none"
+    expect["columns"] = [[f.name, f.dataType.simpleString()] for f in written.schema.fields]
     culprit = nondeterministic_expression(written._jdf.queryExecution().analyzed())
     if culprit:  # else the replay refuses the file; over statistics-only tables nothing runs
         expect["varies"] = {"checksum": f"{culprit} is non-deterministic; captured statistics are planned, never run"}

@@ -173,3 +173,15 @@ def answers_disagree(observed: Observation, limit: int) -> str | None:
         return None
     return (f"Spark's two observations of one answer disagree: counted {observed.rows:,} rows with the checksum, "
             f"collected {collected:,}")
+
+
+def output_changed(observed: Observation) -> str | None:
+    """An optimizer rewrite that changed the query's output: the plan that runs returns other
+    columns than the query was analysed with (`collect()` then returns them, or nothing)."""
+    change = observed.output_change
+    if not change:
+        return None
+    def words(columns):
+        return ", ".join(f"{name} {kind}" for name, kind in columns)
+    return (f"the optimized plan's output is not the query's: analysed ({words(change['analysed'])}), "
+            f"optimized ({words(change['optimized'])})")

@@ -41,7 +41,7 @@ from harness.scenario.model import Case
 from harness.scenario.tables import as_hint_list, hint_name
 
 
-EXPECTATION_KEYS = ("strategy", "build_side", "joins", "plan", "rows", "checksum", "result_rows",
+EXPECTATION_KEYS = ("strategy", "build_side", "joins", "plan", "rows", "checksum", "result_rows", "columns",
                     "error", "warnings", "estimates", "operators", "shuffles", "bucketed_scan",
                     "key_grouped", "dynamic_pruning", "cost", "native")
 
@@ -177,6 +177,8 @@ def not_checkable(expected: dict, observed: Observation) -> list[str]:
             out.append(f"dynamic_pruning of {', '.join(undecided)} {AQE_DECIDES}")
     if "cost" in expected:
         out += cost_unreported(expected["cost"], observed)
+    if "columns" in expected and observed.columns is None:
+        out.append("columns")  # a stream's answer, or a record made before columns were read
     gone = set(observed.unavailable or [])
     if "subqueries" in expected and ("subqueries" in gone or any(
             view is not None and view.subqueries is None for view in checked_views(expected, observed))):
@@ -219,6 +221,30 @@ def not_checkable(expected: dict, observed: Observation) -> list[str]:
     return out
 
 
+def rows_text(rows: list) -> str:
+    """Rows as a file declares them: numbers compare as numbers (an int 1 equals 1.0), so
+    a whole number is shown as one (`1`, not `1.0`); NULL as null, text quoted."""
+    def value(v):
+        if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+            return str(int(v))
+        if v is None:
+            return "null"
+        return repr(v) if isinstance(v, str) else str(v)
+    return "[" + ", ".join("[" + ", ".join(value(v) for v in row) + "]" for row in rows) + "]"
+
+
+def columns_differ(expected: list, observed: list) -> str:
+    """The answer's columns against the declared ones, naming the first that differs."""
+    def words(columns):
+        return ", ".join(f"{name} {kind}" for name, kind in columns)
+    if len(expected) != len(observed):
+        return (f"expected {len(expected)} columns ({words(expected)}), observed {len(observed)} "
+                f"({words(observed)})")
+    at = next(i for i, (e, o) in enumerate(zip(expected, observed)) if list(e) != list(o))
+    return (f"column {at + 1} differs: expected {words([expected[at]])}, observed {words([observed[at]])} "
+            f"(observed columns: {words(observed)})")
+
+
 def compare(expected: dict, observed: Observation) -> list[str]:
     """Mismatches between what a case expects and what Spark did, one line each; what
     cannot be checked (`not_checkable`) is left out."""
@@ -245,6 +271,9 @@ def _compare(expected: dict, observed: Observation, unchecked: set = frozenset()
         if unchecked & {"build side (final plan)", "joins' build sides (final plan)"}:
             final_expected = {k: v for k, v in expected.items() if k not in ("build_side", "joins")}
         problems += compare_plan(final_expected, observed.checked_plan("final").joins, "final")
+    if "columns" in expected and observed.columns is not None and \
+            [list(c) for c in observed.columns] != [list(c) for c in expected["columns"]]:
+        problems.append(columns_differ(expected["columns"], observed.columns))
     if "rows" in expected and observed.rows != expected["rows"]:
         problems.append(f"expected {expected['rows']} rows, observed {observed.rows}")
     if "checksum" in expected and observed.checksum != expected["checksum"]:
@@ -253,8 +282,8 @@ def _compare(expected: dict, observed: Observation, unchecked: set = frozenset()
         want = normalize_rows(expected["result_rows"])
         got = observed.result_rows
         if got is None or not rows_equal(want, got):
-            problems.append(f"result rows differ: expected {want[:5]}{'...' if len(want) > 5 else ''}, "
-                            f"observed {(got or [])[:5]}{'...' if got and len(got) > 5 else ''}")
+            problems.append(f"result rows differ: expected {rows_text(want[:5])}{'...' if len(want) > 5 else ''}, "
+                            f"observed {rows_text((got or [])[:5])}{'...' if got and len(got) > 5 else ''}")
     if "warnings" in expected and "warnings" not in unchecked:
         problems += compare_warnings(expected["warnings"], observed.warnings or [])
     if "operators" in expected and "operators" not in unchecked:

@@ -189,6 +189,7 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
                            estimates=plans.join_estimates(frame), conf={k: session.conf_value(k) for k in conf},
                            join_conf=_join_conf(session, case, conf), timings=timings,
                            unavailable=list(session.unavailable) or None)
+    observed.columns, observed.output_change = answer_columns(query)
     if observed.unavailable and observed.initial.joins and not observed.estimates:
         observed.unavailable.append("estimates")  # the printed plan was cut before its joins
     timings["plan_s"] = time.perf_counter() - start
@@ -244,10 +245,12 @@ def _analysed_alone(session: Session, scope: CaseScope, join: dict, tables: dict
 
 
 def reference_answer(session: Session, scope: CaseScope, case: Case, join: dict, query, tables: dict, rows: int,
-                     checksum: str) -> dict:
+                     checksum: str) -> dict | None:
     """The answer `rows`/`checksum` of `query` (the case's join over `tables`) against an
     independent engine's (harness.observe.reference); every case of a file with the same
     join and data configs shares one reference answer, whichever API or hints it uses."""
+    if not getattr(session.options, "reference", True):  # --no-reference
+        return None
     expected = expect.resolve(case, session.versions["spark"], session.deployment, expect.engine_of(session.versions))
     why = reference.skip_reason(case.scenario.data, expected.get("varies"))
     if why is None and session.plan_reader != "jvm":
@@ -266,6 +269,21 @@ def reference_answer(session: Session, scope: CaseScope, case: Case, join: dict,
     except Exception as exc:  # never the case's error: said, and nothing compared
         return {"engine": reference.ENGINE, "compared": False,
                 "why": f"the comparison could not run: {describe_error(exc).message[:300]}"}
+
+
+def _columns_of(struct) -> list:
+    return [[f.name, f.dataType.simpleString()] for f in struct.fields]
+
+
+def answer_columns(query) -> tuple[list, dict | None]:
+    """The columns Spark's answer has — the optimized plan's output, which is what runs and
+    what `collect()` returns — and, where an optimizer rewrite changed the output the query
+    was analysed with (a column leaked or dropped), both (None when they are the same)."""
+    from pyspark.sql.types import _parse_datatype_json_string
+    analysed = _columns_of(query.schema)
+    optimized = _columns_of(_parse_datatype_json_string(query._jdf.queryExecution().optimizedPlan().schema().json()))
+    same = [(n.lower(), t) for n, t in analysed] == [(n.lower(), t) for n, t in optimized]
+    return optimized, None if same else {"analysed": analysed, "optimized": optimized}
 
 
 @dataclass
@@ -428,7 +446,9 @@ def expectations(case: Case, who) -> dict:
 def observation_needs(case: Case, expected: dict) -> dict:
     """What the expectations in force make a run observe beyond the plans: the only part
     of them that changes an observation (harness.store keys by it)."""
-    return {"execute": not case.scenario.plan_only and expect.executes(expected),
+    # a known bug's file runs its query: its answer is what the bug is about, and the
+    # independent engine can only judge an answer that ran
+    return {"execute": not case.scenario.plan_only and (expect.executes(expected) or bool(case.scenario.data.get("bug"))),
             "result_rows": "result_rows" in expected, "operators": _wants_operators(case),
             "step_rows": any("new_rows" in step for step in expected.get("batches") or [])}
 
@@ -476,7 +496,10 @@ def _status(expected: dict, observed: Observation, problems: list[str]) -> str:
     if error and error.cls == "Timeout":
         return "timeout"
     if not expect.has_assertions(expected):
-        return "error" if error else "observed"
+        if error:
+            return "error"
+        # nothing declared, yet the answer was checked: an independent engine gave the same rows
+        return "passed" if (observed.reference or {}).get("agrees") else "observed"
     if not problems:
         return "passed"
     return "error" if error and "error" not in expected else "failed"
@@ -518,6 +541,7 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
     status = _status(expected, observed, problems)
     for wrong in (compare_results.engine_answer_differs(observed),  # a native answer that is not Spark's
                   compare_results.reference_differs(observed),      # an independent engine's answer
+                  compare_results.output_changed(observed),         # a rewrite that changed the output
                   compare_results.answers_disagree(observed, RESULT_ROWS_LIMIT)):
         if wrong:  # wrong, whatever else was expected
             status, problems = "correctness", [wrong, *problems]
@@ -532,6 +556,9 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
         problems += said
     if status in ("error", "timeout") and not problems:
         problems = [f"{observed.error.cls}: {observed.error.message}"]
+    if status == "passed" and not expect.has_assertions(expected):
+        problems = [f"nothing declared; {observed.reference['engine']} gives the same "
+                    f"{observed.reference['rows']:,} rows"]
     version = session.versions["spark"]
     bug = expect.bug_in_force(case, version, deployment(session.master), expect.engine_of(session.versions))
     status, message = expect.bug_verdict(bug, status,

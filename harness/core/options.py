@@ -41,6 +41,8 @@ class RunOptions:
     maven_repository: str = "https://repo1.maven.org/maven2"
     # The driver JVM's class-data archives (harness.spark.class_data); None: none used
     class_data: str | None = None
+    # Answers compared with an independent engine's (harness.observe.reference)
+    reference: bool = True
 
     @property
     def deployment(self) -> str:
@@ -58,7 +60,8 @@ class RunOptions:
                 "remote": os.environ.get("HARNESS_SPARK_REMOTE") or None,
                 "jar_cache": os.environ.get("HARNESS_JAR_CACHE") or None,
                 "engine": os.environ.get("HARNESS_ENGINE", ""),
-                "class_data": class_data_folder()}
+                "class_data": class_data_folder(),
+                "reference": os.environ.get("HARNESS_REFERENCE", "on").lower() not in ("off", "0", "false")}
         if os.environ.get("HARNESS_MAVEN_REPOSITORY"):  # a mirror of Maven Central
             base["maven_repository"] = os.environ["HARNESS_MAVEN_REPOSITORY"]
         base.update({k: v for k, v in given.items() if v is not None})

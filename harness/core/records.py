@@ -112,6 +112,12 @@ class Observation:
     # The same query's answer from an independent engine (harness.observe.reference):
     # {engine, compared, agrees, rows, checksum, ...} or {engine, compared: false, why}.
     reference: Optional[dict] = None
+    # The answer's columns, [name, type] each as Spark names them (read from the query's
+    # schema, without running it); None where not read.
+    columns: Optional[list] = None
+    # {analysed, optimized}: the optimized plan's output is not the analysed query's (a
+    # rewrite leaked or dropped a column); None when they are the same or not read.
+    output_change: Optional[dict] = None
 
     def plan(self, which: str) -> Optional[PlanView]:
         return self.initial if which == "initial" else self.final
@@ -133,7 +139,8 @@ class Observation:
                    final_not_applicable=data.get("final_not_applicable"),
                    unavailable=data.get("unavailable"), undefined_conf=data.get("undefined_conf"),
                    cost=data.get("cost"), engine_reference=data.get("engine_reference"),
-                   reference=data.get("reference"))
+                   reference=data.get("reference"), columns=data.get("columns"),
+                   output_change=data.get("output_change"))
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {
@@ -143,7 +150,8 @@ class Observation:
             "error": self.error.to_json() if self.error is not None else None, "conf": self.conf,
             "timings": self.timings}
         for key in ("join_conf", "warnings", "result_rows", "stream_batches", "stream_steps", "final_not_applicable",
-                    "unavailable", "undefined_conf", "cost", "engine_reference", "reference"):
+                    "unavailable", "undefined_conf", "cost", "engine_reference", "reference", "columns",
+                    "output_change"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out

@@ -110,17 +110,28 @@ def available() -> str | None:
 # --------------------------------------------------------------------------- translation
 
 def translate(spark_sql: str) -> str:
-    """Spark SQL as DuckDB SQL (sqlglot); hints are comments to DuckDB."""
+    """Spark SQL as DuckDB SQL (sqlglot). Hints only choose a strategy: they are left out.
+    `CROSS JOIN ... ON` (an inner join to Spark) is written as the inner join it is. Anything
+    else sqlglot cannot write for DuckDB is not translated at all."""
     import sqlglot
-    logging.getLogger("sqlglot").setLevel(logging.CRITICAL)  # "Hints are not supported": as intended
+    from sqlglot import exp
+    logging.getLogger("sqlglot").setLevel(logging.CRITICAL)
     try:
-        statements = sqlglot.transpile(spark_sql, read="spark", write="duckdb",
-                                       unsupported_level=sqlglot.ErrorLevel.RAISE)
+        trees = sqlglot.parse(spark_sql, read="spark")
+    except Exception as exc:
+        raise NotCompared(f"sqlglot cannot read the query: {_first_line(exc)}") from None
+    if len(trees) != 1 or trees[0] is None:
+        raise NotCompared("the query is not one statement")
+    tree = trees[0]
+    for hint in list(tree.find_all(exp.Hint)):
+        hint.pop()
+    for join in tree.find_all(exp.Join):
+        if join.args.get("kind", "").upper() == "CROSS" and join.args.get("on") is not None:
+            join.set("kind", None)
+    try:
+        return tree.sql(dialect="duckdb", unsupported_level=sqlglot.ErrorLevel.RAISE)
     except Exception as exc:
         raise NotCompared(f"sqlglot cannot translate the query: {_first_line(exc)}") from None
-    if len(statements) != 1:
-        raise NotCompared("the query is not one statement")
-    return statements[0]
 
 
 def referenced_tables(duck_sql: str) -> set[str]:

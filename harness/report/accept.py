@@ -38,7 +38,7 @@ from harness.report.version_report import top_join
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import Case, expand, load_scenario
 
-ACCEPTED_KEYS = ("strategy", "build_side", "joins", "rows", "checksum")
+ACCEPTED_KEYS = ("strategy", "build_side", "joins", "rows", "checksum", "columns")
 # Beside the accepted values: the observed join nodes as the record holds them.
 OBSERVED_JOINS = "observed_joins"
 
@@ -76,6 +76,8 @@ def observed_values(record: dict) -> dict | None:
     values[OBSERVED_JOINS] = joins
     if observed.get("executed"):
         values["rows"], values["checksum"] = observed.get("rows"), observed.get("checksum")
+    if observed.get("columns") is not None:
+        values["columns"] = [list(column) for column in observed["columns"]]
     return values
 
 
@@ -89,7 +91,7 @@ def _wanted(resolved: dict, values: dict) -> dict:
     plan has more than one."""
     if not expect.has_assertions(resolved):
         chain = len(values.get("joins", [])) > 1
-        keys = ("joins", "rows", "checksum") if chain else tuple(k for k in ACCEPTED_KEYS if k != "joins")
+        keys = ("joins", "rows", "checksum", "columns") if chain else tuple(k for k in ACCEPTED_KEYS if k != "joins")
         return {k: values[k] for k in keys if k in values}
     wanted = {k: values[k] for k in ACCEPTED_KEYS if k in resolved and k in values and k != "joins"
               and resolved[k] != values[k]}

@@ -73,7 +73,38 @@ def summarize(records: list[dict], invalid: list[dict]) -> dict:
         "reused": sum(1 for r in records if (r.get("run") or {}).get("reused")),
         "warnings_unobserved": sum(1 for r in records if r["status"] == "passed" and r["message"] == WARNINGS_UNOBSERVED),
         "model": model_agreement(records),
+        "reference": reference_counts(records),
     }
+
+
+def reason_class(why: str) -> str:
+    """A not-compared reason without its particulars (counts, names, an engine's message):
+    the words records are counted under."""
+    for cut in (" (", ": "):
+        if cut in why:
+            why = why.split(cut, 1)[0]
+    return why
+
+
+def reference_counts(records: list[dict]) -> dict:
+    """How the items' answers fared against the independent engine: compared (agreeing,
+    differing) and not compared, by reason."""
+    agrees = differs = 0
+    reasons: collections.Counter = collections.Counter()
+    engines = set()
+    for record in records:
+        reference = (record.get("observed") or {}).get("reference")
+        if not reference:
+            continue
+        engines.add(reference.get("engine", ""))
+        if not reference.get("compared"):
+            reasons[reason_class(reference.get("why", ""))] += 1
+        elif reference.get("agrees"):
+            agrees += 1
+        else:
+            differs += 1
+    return {"engines": sorted(e for e in engines if e), "compared": agrees + differs, "agree": agrees,
+            "differ": differs, "not_compared": sum(reasons.values()), "by_reason": dict(reasons.most_common())}
 
 
 NOT_RUN_LABEL = "not run"
