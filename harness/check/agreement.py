@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from functools import reduce
 
-from harness.check import expect
+from harness.check import expect, ternary
 from harness.check.runner import (
     AS_WRITTEN,
     PLAN_ONLY,
@@ -16,6 +16,7 @@ from harness.check.runner import (
     absent_session,
     absolute_conf,
     observe,
+    analysed_alone,
     prepare_inputs,
     reference_answer,
     run_forced,
@@ -139,17 +140,20 @@ class ForcedRuns:
     rejected: list = field(default_factory=list)   # labels of runs Spark refused, or too big to run
     nested_loops: bool = True
     reference: dict | None = None   # the answer against an independent engine's (harness.observe.reference)
+    partitions: dict | None = None  # ternary logic partitioning where no reference compared (harness.check.ternary)
 
     def to_json(self) -> dict:
         return {"runs": [{**run.to_json(), "error": run.error} if run.error is not None else
                          {**run.to_json(), "shared": run.shared, "seconds": run.seconds} for run in self.runs],
-                "rejected": self.rejected, "nested_loops": self.nested_loops, "reference": self.reference}
+                "rejected": self.rejected, "nested_loops": self.nested_loops, "reference": self.reference,
+                "partitions": self.partitions}
 
     @classmethod
     def from_json(cls, data: dict) -> "ForcedRuns":
         runs = [AgreementRun(r["forced"], r.get("strategy"), r.get("build_side"), r.get("rows"), r.get("checksum"),
                              r.get("error"), bool(r.get("shared")), r.get("seconds")) for r in data["runs"]]
-        return cls(runs, list(data["rejected"]), bool(data["nested_loops"]), data.get("reference"))
+        return cls(runs, list(data["rejected"]), bool(data["nested_loops"]), data.get("reference"),
+                   data.get("partitions"))
 
 
 STEPPED = ("a stream fed step by step emits by its watermarks and drops late rows: a batch join of its tables "
@@ -245,7 +249,33 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
                                      seconds=time.perf_counter() - run_started))
         if tables is not None and "stream" not in case.scenario.data:
             forced.reference = _reference_of_runs(session, scope, case, base_conf, tables, runs)
+            if not (forced.reference or {}).get("compared"):  # no second engine answered: an oracle in Spark
+                forced.partitions = _partitions_of_runs(session, scope, case, base_conf, tables, runs)
     return judge_agreement(case, session, forced, took())
+
+
+def _partitions_of_runs(session: Session, scope, case: Case, conf: dict, tables: dict, runs: list) -> dict | None:
+    """Ternary logic partitioning of the join as written against the strategies' answer;
+    {not_compared: why} where it cannot rightly add up, None when no strategy answered."""
+    answered = [run for run in runs if run.error is None and run.rows is not None]
+    if not answered:
+        return None
+    first = next((run for run in answered if run.forced == AS_WRITTEN), answered[0])
+    varies = expect.resolve(case, session.versions["spark"], session.deployment,
+                            expect.engine_of(session.versions)).get("varies") or {}
+    if "rows" in varies or "checksum" in varies:
+        return {"not_compared": "the file declares its answer varies between runs"}
+    try:
+        if session.plan_reader == "jvm" and ternary.picks_rows(analysed_alone(session, scope, case.join, tables)):
+            return {"not_compared": "a LIMIT, OFFSET or sample picks rows each partition may pick otherwise"}
+        query = sized_query(session, scope, case.join, conf, tables)
+        columns = [[f.name, f.dataType.simpleString()] for f in query.schema.fields]
+        found = ternary.partition(query, columns, case.join, first.rows, first.checksum)
+    except Exception as exc:
+        if scope.timed_out.is_set():
+            raise
+        return {"not_compared": f"the partitions could not run: {describe_error(exc).message[:300]}"}
+    return found or {"not_compared": "no column of the answer can carry a predicate"}
 
 
 def _reference_of_runs(session: Session, scope, case: Case, conf: dict, tables: dict, runs: list) -> dict | None:
@@ -267,6 +297,7 @@ def judge_agreement(case: Case, who, forced: ForcedRuns, seconds: float) -> Agre
     scenario's known bug as it reads now."""
     varies = expect.resolve(case, who.versions["spark"], who.deployment, expect.engine_of(who.versions)).get("varies") or {}
     status, message = _verdict(forced.runs, forced.rejected, forced.nested_loops, varies, forced.reference)
+    status, message = _partitions_verdict(status, message, forced.partitions)
     shared = sum(1 for run in forced.runs if run.shared)
     if shared:  # the same physical query under the same configs already ran in this worker
         message += f" ({shared} answer{'s' if shared > 1 else ''} shared with an identical plan run before)"
@@ -330,6 +361,21 @@ def _verdict(runs: list, rejected: list, nested_loops: bool, varies: dict,
             return "passed", f"{message.split(': nothing to check against')[0]}: {agreed}"
         return status, f"{message}; {agreed}"
     return status, f"{message}; reference: not compared ({reference['why']})"
+
+
+def _partitions_verdict(status: str, message: str, partitions: dict | None) -> tuple[str, str]:
+    """The ternary partitioning oracle over the verdict so far: partitions that do not add
+    up to the query's answer are a wrong answer."""
+    if not partitions or status in ("skipped", "error"):
+        return status, message
+    if "not_compared" in partitions:
+        return status, f"{message}; ternary partitioning: not compared ({partitions['not_compared']})"
+    said = ternary.words(partitions)
+    if not partitions["agrees"]:
+        return "correctness", said if status != "correctness" else f"{message}; {said}"
+    if status == "unchecked" and message.startswith("only one strategy"):
+        return "passed", f"{message.split(': nothing to check against')[0]}: {said}"
+    return status, f"{message}; {said}"
 
 
 def _strategies_verdict(runs: list, rejected: list, nested_loops: bool, varies: dict) -> tuple[str, str]:

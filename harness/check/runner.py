@@ -189,7 +189,7 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
                            estimates=plans.join_estimates(frame), conf={k: session.conf_value(k) for k in conf},
                            join_conf=_join_conf(session, case, conf), timings=timings,
                            unavailable=list(session.unavailable) or None)
-    observed.columns, observed.output_change = answer_columns(query)
+    observed.columns, observed.output_change = answer_columns(query, optimized=session.plan_reader == "jvm")
     if observed.unavailable and observed.initial.joins and not observed.estimates:
         observed.unavailable.append("estimates")  # the printed plan was cut before its joins
     timings["plan_s"] = time.perf_counter() - start
@@ -232,7 +232,7 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
     return observed, plan_objects
 
 
-def _analysed_alone(session: Session, scope: CaseScope, join: dict, tables: dict) -> list:
+def analysed_alone(session: Session, scope: CaseScope, join: dict, tables: dict) -> list:
     """Spark's analysed plan of the join over empty stand-ins of its inputs (their
     schemas, none of the expressions that made their rows): what the query itself does.
     The views are registered over the real inputs again afterwards."""
@@ -265,7 +265,7 @@ def reference_answer(session: Session, scope: CaseScope, case: Case, join: dict,
     query_sql = join["sql"] if "sql" in join else sql_text({**join, "hints": {}})
     try:
         return reference.observe(session.spark, scope_key, query_sql, tables, query, rows, checksum,
-                                 analysed=lambda: _analysed_alone(session, scope, join, tables))
+                                 analysed=lambda: analysed_alone(session, scope, join, tables))
     except Exception as exc:  # never the case's error: said, and nothing compared
         return {"engine": reference.ENGINE, "compared": False,
                 "why": f"the comparison could not run: {describe_error(exc).message[:300]}"}
@@ -275,12 +275,15 @@ def _columns_of(struct) -> list:
     return [[f.name, f.dataType.simpleString()] for f in struct.fields]
 
 
-def answer_columns(query) -> tuple[list, dict | None]:
+def answer_columns(query, optimized: bool = True) -> tuple[list, dict | None]:
     """The columns Spark's answer has — the optimized plan's output, which is what runs and
     what `collect()` returns — and, where an optimizer rewrite changed the output the query
-    was analysed with (a column leaked or dropped), both (None when they are the same)."""
+    was analysed with (a column leaked or dropped), both (None when they are the same).
+    `optimized` False (Spark Connect: no JVM here): the analysed query's columns only."""
     from pyspark.sql.types import _parse_datatype_json_string
     analysed = _columns_of(query.schema)
+    if not optimized:
+        return analysed, None
     optimized = _columns_of(_parse_datatype_json_string(query._jdf.queryExecution().optimizedPlan().schema().json()))
     same = [(n.lower(), t) for n, t in analysed] == [(n.lower(), t) for n, t in optimized]
     return optimized, None if same else {"analysed": analysed, "optimized": optimized}

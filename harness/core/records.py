@@ -250,5 +250,7 @@ class AgreementRecord(ItemRecord):
         return {**self._head(), "expected": {},
                 "observed": {"agreement": [run.to_json() for run in self.runs], "strategies": self.strategies,
                              **({"reference": self.forced.reference}
-                                if getattr(self.forced, "reference", None) is not None else {})},
+                                if getattr(self.forced, "reference", None) is not None else {}),
+                             **({"partitions": self.forced.partitions}
+                                if getattr(self.forced, "partitions", None) is not None else {})},
                 "timings": self.timings}

