@@ -181,15 +181,12 @@ _PICKS_ROWS = ("GlobalLimit", "LocalLimit", "Limit", "Offset", "Sample", "Tail",
 def semantic_differences(analysed_tree: list) -> str | None:
     """Why the two engines may rightly answer differently, read from Spark's analysed plan
     (its toJSON): None when nothing there differs."""
-    from harness.spark.sql_trees import nodes
-    flat = list(nodes(analysed_tree))
-    for i, node in enumerate(flat):
+    for node, child in _nodes_with_first_child(analysed_tree):
         simple = node["class"].rsplit(".", 1)[-1]
         if simple in _PICKS_ROWS:
             return "a LIMIT, OFFSET or sample picks rows that another engine may rightly pick otherwise"
-        if simple in ("Cast", "AnsiCast", "TryCast") and i + 1 < len(flat):
-            child = flat[i + 1]
-            if child.get("dataType") == "string" and node.get("dataType") not in ("string", None):
+        if simple in ("Cast", "AnsiCast", "TryCast") and child is not None:
+            if child.get("dataType") == "string" and node.get("dataType") not in ("string", "binary", None):
                 return "a string cast to another type (Spark's ANSI and legacy casts and DuckDB's differ)"
         if simple in ("Divide", "IntegralDivide", "Remainder", "Pmod"):
             return "a division (division by zero and integral division differ between the engines)"
@@ -197,6 +194,24 @@ def semantic_differences(analysed_tree: list) -> str | None:
                       "InputFileName", "CurrentTimestamp", "Now", "CurrentDate", "LocalTimestamp"):
             return f"{simple} gives another value in each engine"
     return None
+
+
+def _nodes_with_first_child(tree):
+    """(node, its first child or None) for every node of a toJSON tree: each tree is a list
+    of nodes in pre-order, so a node's first child is the next one in its list."""
+    stack = [tree]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            for i, node in enumerate(item):
+                if isinstance(node, dict) and "class" in node:
+                    child = item[i + 1] if node.get("num-children") and i + 1 < len(item) else None
+                    yield node, child if isinstance(child, dict) else None
+                    stack.extend(v for v in node.values() if isinstance(v, (list, dict)))
+                else:
+                    stack.append(node)
+        elif isinstance(item, dict):
+            stack.extend(v for v in item.values() if isinstance(v, (list, dict)))
 
 
 # --------------------------------------------------------------------------- inputs

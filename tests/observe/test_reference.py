@@ -1,0 +1,167 @@
+"""harness.observe.reference and harness.observe.spark_hash on real Spark: the independent
+engine's answer against Spark's, what is not compared and why, Spark's checksum computed in
+Python, and the verdicts the cases and cross-strategy checks draw from them."""
+import pytest
+
+from harness.check import runner
+from harness.check.agreement import run_agreement
+from harness.observe import reference, spark_hash
+from harness.scenario.model import expand, load_scenario
+from harness.spark.query import checksum_frame, checksum_text
+
+pytest.importorskip("duckdb")
+
+
+def spark_checksum(frame) -> tuple:
+    row = checksum_frame(frame).collect()[0]
+    return int(row["rows"]), checksum_text(row["hash_sum"])
+
+
+def test_sparks_checksum_in_python_equals_sparks_for_every_primitive_type(session):
+    import pyarrow as pa
+    spark = session.spark
+    frame = spark.sql("""
+        SELECT id, CAST(id AS INT) i, CAST(id % 100 AS SMALLINT) s, CAST(id % 100 AS TINYINT) t, id % 3 = 0 b,
+               IF(id % 7 = 0, NULL, CAST(id AS DOUBLE) * 1.5) d, CAST(id AS FLOAT) * 0.25 f,
+               CAST(id * 1.37 AS DECIMAL(10,2)) d10, CAST(-id * 1.37 AS DECIMAL(30,3)) d30,
+               concat('s', id, 'ü') str, IF(id % 5 = 0, NULL, CAST(id AS STRING)) nstr,
+               date_add(DATE'2020-01-01', CAST(id AS INT)) dt, CAST(date_add(DATE'2020-01-01', CAST(id AS INT)) AS TIMESTAMP) ts,
+               CAST(CAST(id AS STRING) AS BINARY) bin, IF(id = 3, double('NaN'), 1.0D) nan
+        FROM range(-50, 600)""")
+    table = pa.Table.from_batches(frame._collect_as_arrow())
+    assert (table.num_rows, spark_hash.checksum(table)) == spark_checksum(frame)
+    for name in table.column_names:  # each type on its own: a wrong one cannot hide in the sum
+        assert spark_hash.checksum(table.select([name])) == spark_checksum(frame.select(name))[1], name
+
+
+def test_a_type_not_hashed_here_gives_no_checksum_never_a_guess():
+    import pyarrow as pa
+    table = pa.table({"a": pa.array([[1, 2]], type=pa.list_(pa.int32()))})
+    assert spark_hash.checksum(table) is None
+
+
+def test_translation_leaves_hints_out_and_writes_a_cross_join_with_a_condition_as_inner():
+    assert reference.translate("SELECT /*+ BROADCAST(r), MERGE(l) */ * FROM a l CROSS JOIN b r ON l.k = r.k") == \
+        "SELECT * FROM a AS l JOIN b AS r ON l.k = r.k"
+    assert reference.translate("SELECT * FROM a l LEFT SEMI JOIN b r ON l.k = r.k") == \
+        "SELECT * FROM a AS l SEMI JOIN b AS r ON l.k = r.k"
+    with pytest.raises(reference.NotCompared, match="sqlglot cannot read the query"):
+        reference.translate("SELECT * FROM (((")
+    with pytest.raises(reference.NotCompared, match="not one statement"):
+        reference.translate("SELECT 1; SELECT 2")
+
+
+def test_rows_compare_as_multisets_with_float_tolerance_nan_and_negative_zero():
+    only_spark, only_reference = reference.row_differences(
+        [(1, 0.1 + 0.2), (2, float("nan")), (3, -0.0), (4, None), (4, None)],
+        [(1, 0.3), (2, float("nan")), (3, 0.0), (4, None)])
+    assert only_spark == [(4, None)] and only_reference == []
+    assert reference.row_differences([(1, 1.0)], [(1, 1.0001)]) == ([(1, 1.0)], [(1, 1.0001)])
+
+
+def test_what_differs_between_the_engines_is_read_from_the_analysed_plan(session):
+    from harness.spark.sql_trees import tree_of
+    spark = session.spark
+    spark.range(10).selectExpr("id AS k", "CAST(id AS STRING) AS s").createOrReplaceTempView("ref_t")
+
+    def why(text):
+        return reference.semantic_differences(tree_of(spark.sql(text)._jdf.queryExecution().analyzed()))
+    assert why("SELECT * FROM ref_t a JOIN ref_t b ON a.k = b.k") is None
+    assert "LIMIT" in why("SELECT * FROM ref_t LIMIT 3")
+    assert "string cast" in why("SELECT * FROM ref_t WHERE CAST(s AS INT) = 1")
+    assert "division" in why("SELECT k / 2 FROM ref_t")
+
+
+TWO_TABLES = """\
+id: reference_two_tables
+description: a fact and a dimension of rows with NULLs, decimals, strings and dates
+tables:
+  fact:
+    rows: 3000
+    columns:
+      k: {key: {cardinality: 120}, nulls: 0.05}
+      amount: {uniform: {min: 0, max: 1000}, type: "decimal(10,2)"}
+      day: {uniform: {min: "2020-01-01", max: "2020-12-31"}, type: date}
+  dim:
+    rows: 100
+    columns:
+      k: {sequence: {start: 0}}
+      name: {faker: {provider: country, pool: 30}}
+join: {left: fact, right: dim, on: [k], type: JOIN_TYPE}
+expect: {}
+"""
+
+
+@pytest.mark.parametrize("join_type", ["inner", "left_outer", "full_outer", "left_semi", "left_anti"])
+def test_sparks_answer_agrees_with_the_reference_for_every_join_type(session, write_scenario, join_type):
+    case = expand(load_scenario(write_scenario(TWO_TABLES.replace("JOIN_TYPE", join_type))))[0]
+    record = runner.run_case(case, session)
+    assert record.observed.reference["compared"] and record.observed.reference["agrees"], record.observed.reference
+    assert record.observed.reference["how"] == "row count and checksum"  # no rows collected
+    assert record.status == "passed" and record.message.startswith("nothing declared; DuckDB")
+
+
+def test_a_wrong_answer_is_correctness_showing_both_answers(session, write_scenario):
+    """The reference is fed other rows than Spark's query reads (one row of `dim` gone): the
+    case's answer differs, and the record shows the rows only one engine returned."""
+    case = expand(load_scenario(write_scenario(TWO_TABLES.replace("JOIN_TYPE", "inner"))))[0]
+    with session.case_scope(120) as scope:
+        tables = runner.prepare_inputs(session, scope, case, {})
+        query = runner.sized_query(session, scope, case.join, {}, tables)
+        rows, checksum = spark_checksum(query)
+        fed = {**tables, "dim": tables["dim"].where("k <> 7")}
+        found = reference.observe(session.spark, ("wrong", "answer"), "SELECT * FROM fact l JOIN dim r ON l.k = r.k",
+                                  fed, query, rows, checksum, analysed=lambda: runner.analysed_alone(
+                                      session, scope, case.join, tables))
+    assert found["compared"] and not found["agrees"]
+    assert found["only_spark_count"] == rows - found["rows"] > 0 and found["only_reference_count"] == 0
+    assert all(row[0] == 7 and row[3] == 7 for row in found["only_spark"])
+    observed = runner.Observation(executed=True, rows=rows, checksum=checksum, reference=found)
+    record = runner.make_record(case, session, {"plan": "initial"}, observed, 0.0)
+    assert record.status == "correctness"
+    assert record.message.startswith(f"Spark's answer is not {found['engine']}'s: Spark {rows:,} rows")
+
+
+def test_what_cannot_be_compared_says_why_and_is_never_an_error(session, write_scenario, monkeypatch):
+    text = TWO_TABLES.replace("JOIN_TYPE", "inner")
+    # inputs over the bound handed over
+    monkeypatch.setattr(reference, "MAX_INPUT_ROWS", 1000)
+    record = runner.run_case(expand(load_scenario(write_scenario(text, "a.yaml")))[0], session)
+    assert record.status == "observed" and "inputs over the bound" in record.observed.reference["why"]
+    assert "reference: not compared (inputs over the bound" in record.message
+    monkeypatch.undo()
+    # a function sqlglot cannot write for DuckDB, one DuckDB does not know: the case is fine
+    for function, why in (("soundex", "sqlglot cannot translate the query"), ("crc32", "the reference failed")):
+        sql = text.replace("join: {left: fact, right: dim, on: [k], type: inner}",
+                           f"join: {{sql: \"SELECT l.k, {function}(r.name) AS s FROM fact l JOIN dim r ON l.k = r.k\"}}")
+        sql = sql.replace("reference_two_tables", f"reference_{function}")
+        record = runner.run_case(expand(load_scenario(write_scenario(sql, f"{function}.yaml")))[0], session)
+        assert record.status == "observed" and not record.observed.error, record.message
+        assert record.observed.reference["why"].startswith(why), record.observed.reference
+    # a file that turns it off, saying why
+    off = text.replace("expect: {}", "reference: {skip: \"compared elsewhere\"}\nexpect: {}")
+    off = off.replace("reference_two_tables", "reference_off")
+    record = runner.run_case(expand(load_scenario(write_scenario(off, "c.yaml")))[0], session)
+    assert record.observed.reference == {"engine": "DuckDB", "compared": False,
+                                         "why": "the file turns it off: compared elsewhere"}
+
+
+def test_a_reference_cut_at_its_timeout_is_not_compared(session, write_scenario, monkeypatch):
+    text = TWO_TABLES.replace("JOIN_TYPE", "cross").replace("on: [k], ", "").replace(
+        "reference_two_tables", "reference_timeout").replace("rows: 100", "rows: 3000")
+    monkeypatch.setattr(reference, "TIMEOUT_S", 0.001)
+    monkeypatch.setattr(reference, "MAX_ANSWER_ROWS", 50_000_000)
+    case = expand(load_scenario(write_scenario(text)))[0]
+    with session.case_scope(120) as scope:
+        tables = runner.prepare_inputs(session, scope, case, {})
+        query = runner.sized_query(session, scope, case.join, {}, tables)
+        found = runner.reference_answer(session, scope, case, case.join, query, tables, 9_000_000, "0" * 16)
+    assert not found["compared"] and "took over" in found["why"]
+
+
+def test_the_cross_strategy_check_compares_with_the_reference(session, write_scenario):
+    case = expand(load_scenario(write_scenario(TWO_TABLES.replace("JOIN_TYPE", "left_outer"))))[0]
+    record = run_agreement(case, session)
+    assert record.status == "passed", record.message
+    assert f"DuckDB {reference.engine().version} gives the same" in record.message
+    assert record.to_json()["observed"]["reference"]["agrees"]
