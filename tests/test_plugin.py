@@ -136,3 +136,15 @@ def test_a_case_id_keeps_the_at_sign_of_its_label_and_drops_a_flake_runs():
     assert _case_id_of("literal_tables[BROADCAST@right-sql]") == "literal_tables[BROADCAST@right-sql]"
     assert _case_id_of("literal_tables[BROADCAST@right-sql]@2") == "literal_tables[BROADCAST@right-sql]"
     assert _case_id_of("minimal@3") == "minimal"
+
+
+def test_an_unchecked_item_is_reported_at_its_scenario_file_and_line(pytester, session):
+    """An item that compared nothing is shown by pytest as skipped, at the scenario's file and
+    line (its `id`), not at the line of the plugin that raised the skip."""
+    text = "# a comment first\n" + MINIMAL.replace(
+        "  build_side: right\n", "  build_side: right\n  varies: {rows: \"a test\", checksum: \"a test\"}\n")
+    make_suite(pytester, {"varies.yaml": text})
+    result = pytester.runpytest("scenarios", "--no-report", "-p", "no:cacheprovider", "-rs", "-k", "agree")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] scenarios/varies.yaml:2: nothing compared*"])
+    assert "plugin_items.py" not in result.stdout.str()
