@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 SCENARIO_WORKERS := -n auto
 export PYTEST_XDIST_AUTO_NUM_WORKERS = $(WORKERS)
 
-.PHONY: env run test unit docs scenarios bench bench-grid bench-matrix bench-flakes bench-capture bench-partitions bench-cost bench-engine bench-workload matrix upgrade bisect merge accept diff flakes cluster-test connect-test test-browser clean
+.PHONY: env run test unit docs scenarios bench bench-reference bench-grid bench-matrix bench-flakes bench-capture bench-partitions bench-cost bench-engine bench-workload matrix upgrade bisect merge accept diff flakes cluster-test connect-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -47,6 +47,10 @@ scenarios: env
 
 bench: env
 	$(PY) bench/bench.py
+
+## what the reference answers (DuckDB) add to the suite: --fresh runs with and without (PATHS=, ROUNDS=)
+bench-reference: env
+	$(PY) bench/bench_reference.py $(PATHS) --rounds $(or $(ROUNDS),2)
 
 ## the harness against a plain PySpark script on a grid of 108 executed cases
 bench-grid: env

@@ -59,8 +59,11 @@ def pytest_addoption(parser):
                          "(cross-strategy result checks still run)")
     group.addoption("--no-agree", action="store_true",
                     help="leave out the cross-strategy checks (a fast edit loop; the report keeps their last results)")
-    group.addoption("--no-reference", action="store_true",
-                    help="do not compare answers with the independent engine's (DuckDB); also HARNESS_REFERENCE=off")
+    group.addoption("--reference", choices=("on", "off", "partitions"), default=None,
+                    help="answers nobody declared: `on` (default) compares them with an independent engine's "
+                         "(DuckDB) and partitions those it cannot answer (TLP); `partitions` runs only the "
+                         "partitioning oracle, on every cross-strategy check; `off` neither (HARNESS_REFERENCE)")
+    group.addoption("--no-reference", action="store_true", help="the same as --reference off")
     group.addoption("--fresh", action="store_true",
                     help="run every case again, whatever the result store holds (the store is refreshed)")
     group.addoption("--store", default=None, metavar="PATH",
@@ -148,7 +151,7 @@ def _run_options(config) -> RunOptions:
         master=config.getoption("spark_master"), remote=config.getoption("spark_remote"),
         spark_conf=_session_conf(config),
         plan_text=config.getoption("plan_text"), observe=config.getoption("observe"),
-        reference=False if config.getoption("no_reference") else None,
+        reference="off" if config.getoption("no_reference") else config.getoption("reference"),
         formats=declared_formats(_scenario_paths(config)) if _runs_scenarios(config) else (),
         optimising_jit=_bulk_selection(config))
 

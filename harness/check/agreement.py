@@ -249,7 +249,8 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
                                      seconds=time.perf_counter() - run_started))
         if tables is not None and "stream" not in case.scenario.data:
             forced.reference = _reference_of_runs(session, scope, case, base_conf, tables, runs)
-            if not (forced.reference or {}).get("compared"):  # no second engine answered: an oracle in Spark
+            mode = getattr(session.options, "reference", "on")
+            if mode != "off" and not (forced.reference or {}).get("compared"):  # no second engine: an oracle in Spark
                 forced.partitions = _partitions_of_runs(session, scope, case, base_conf, tables, runs)
     return judge_agreement(case, session, forced, took())
 

@@ -249,7 +249,7 @@ def reference_answer(session: Session, scope: CaseScope, case: Case, join: dict,
     """The answer `rows`/`checksum` of `query` (the case's join over `tables`) against an
     independent engine's (harness.observe.reference); every case of a file with the same
     join and data configs shares one reference answer, whichever API or hints it uses."""
-    if not getattr(session.options, "reference", True):  # --no-reference
+    if getattr(session.options, "reference", "on") != "on":  # --reference off or partitions
         return None
     expected = expect.resolve(case, session.versions["spark"], session.deployment, expect.engine_of(session.versions))
     why = reference.skip_reason(case.scenario.data, expected.get("varies"))

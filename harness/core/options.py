@@ -41,8 +41,10 @@ class RunOptions:
     maven_repository: str = "https://repo1.maven.org/maven2"
     # The driver JVM's class-data archives (harness.spark.class_data); None: none used
     class_data: str | None = None
-    # Answers compared with an independent engine's (harness.observe.reference)
-    reference: bool = True
+    # Answers nobody declared: `on` an independent engine's answer (harness.observe.reference)
+    # and, where it did not compare, ternary partitioning (harness.check.ternary);
+    # `partitions` that oracle on every cross-strategy check; `off` neither
+    reference: str = "on"
 
     @property
     def deployment(self) -> str:
@@ -61,11 +63,22 @@ class RunOptions:
                 "jar_cache": os.environ.get("HARNESS_JAR_CACHE") or None,
                 "engine": os.environ.get("HARNESS_ENGINE", ""),
                 "class_data": class_data_folder(),
-                "reference": os.environ.get("HARNESS_REFERENCE", "on").lower() not in ("off", "0", "false")}
+                "reference": reference_mode(os.environ.get("HARNESS_REFERENCE", "on"))}
         if os.environ.get("HARNESS_MAVEN_REPOSITORY"):  # a mirror of Maven Central
             base["maven_repository"] = os.environ["HARNESS_MAVEN_REPOSITORY"]
         base.update({k: v for k, v in given.items() if v is not None})
         return cls(**base)
+
+
+REFERENCE_MODES = ("on", "off", "partitions")
+
+
+def reference_mode(text: str) -> str:
+    """HARNESS_REFERENCE as one of REFERENCE_MODES (`0`, `false`, `no` are `off`)."""
+    text = text.strip().lower()
+    if text in ("0", "false", "no"):
+        return "off"
+    return text if text in REFERENCE_MODES else "on"
 
 
 def class_data_folder() -> str | None:
