@@ -13,63 +13,36 @@ it was before either existed.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fresh_runs import alternate, arguments, fresh_run  # noqa: E402
 
 from harness.report.version_report import reference_counts  # noqa: E402
 
 
 def run(paths: list[str], workers: str, reference: bool) -> tuple[float, dict, float]:
     """(wall seconds, the run's reference counts, summed reference_s of its case records)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        flag = [] if reference else ["--no-reference"]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "pytest", *paths, "-n", workers, "-q", "-p", "no:cacheprovider",
-                        *flag, "--fresh", "--report-dir", tmp, "--store", str(Path(tmp) / "store")],
-                       cwd=ROOT, capture_output=True, text=True, env=env)
-        wall = time.perf_counter() - started
-        records = json.loads(next(Path(tmp).glob("*/results.json")).read_text())["cases"]
+    wall, records = fresh_run(paths, workers, [] if reference else ["--no-reference"])
     seconds = sum((r.get("timings") or {}).get("reference_s", 0.0) for r in records)
     return wall, reference_counts(records), seconds
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("paths", nargs="*", default=["scenarios"])
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--workers", default="2")
-    args = parser.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    overheads = []
-    for number in range(args.rounds):
-        order = [True, False] if number % 2 == 0 else [False, True]
-        walls = {}
-        for reference in order:
-            wall, counts, seconds = run(args.paths, args.workers, reference)
-            walls[reference] = wall
-            said = ""
-            if reference:
-                said = (f" ({counts['compared']} compared: {counts['agree']} agree, {counts['differ']} differ; "
-                        f"{counts['not_compared']} not compared; {seconds:.1f} s in the case records)")
-            print(f"[bench-reference] round {number + 1}, reference {'on' if reference else 'off'}: "
-                  f"{wall:6.1f} s{said}", flush=True)
-            if reference and number == 0:
-                for why, n in counts["by_reason"].items():
-                    print(f"[bench-reference]   not compared, {why}: {n}", flush=True)
-        overheads.append((walls[True] - walls[False]) / walls[False])
-        print(f"[bench-reference] round {number + 1} ({'on first' if order[0] else 'off first'}): "
-              f"overhead {overheads[-1]:+.1%}", flush=True)
-    print("[bench-reference] overhead per round: " + ", ".join(f"{o:+.1%}" for o in overheads))
+    args = arguments(__doc__.splitlines()[0])
+
+    def measure(reference: bool, number: int) -> tuple[float, str]:
+        wall, counts, seconds = run(args.paths, args.workers, reference)
+        if not reference:
+            return wall, ""
+        reasons = "".join(f"\n[bench-reference]   not compared, {why}: {n}" for why, n in counts["by_reason"].items())
+        return wall, (f" ({counts['compared']} compared: {counts['agree']} agree, {counts['differ']} differ; "
+                      f"{counts['not_compared']} not compared; {seconds:.1f} s in the case records)"
+                      + (reasons if number == 0 else ""))
+    alternate("bench-reference", args.rounds, measure, ("reference on", "reference off"))
 
 
 if __name__ == "__main__":

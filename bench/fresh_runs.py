@@ -1,0 +1,60 @@
+"""What the A/B benchmarks share (bench_cost.py, bench_reference.py): one fresh run of a
+selection in its own report folder and store, and the rounds' alternating order."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def fresh_run(paths: list[str], workers: str, extra: list[str]) -> tuple[float, list[dict]]:
+    """(wall seconds, the run's records) of `pytest PATHS --fresh` with `extra` arguments."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "pytest", *paths, "-n", workers, "-q", "-p", "no:cacheprovider",
+                        *extra, "--fresh", "--report-dir", tmp, "--store", str(Path(tmp) / "store")],
+                       cwd=ROOT, capture_output=True, text=True, env=env)
+        wall = time.perf_counter() - started
+        return wall, json.loads(next(Path(tmp).glob("*/results.json")).read_text())["cases"]
+
+
+def orders(rounds: int) -> list[list[bool]]:
+    """Each round's order of the two variants (True first, then False first, ...): a
+    machine that warms up or tires does not favour one of them."""
+    return [[True, False] if number % 2 == 0 else [False, True] for number in range(rounds)]
+
+
+def arguments(description: str):
+    """The A/B benchmarks' command line: PATHS, --rounds, --workers."""
+    import argparse
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("paths", nargs="*", default=["scenarios"])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--workers", default="2")
+    args = parser.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    return args
+
+
+def alternate(name: str, rounds: int, measure, words: tuple[str, str]) -> list[float]:
+    """Each round runs `measure(True)` and `measure(False)` (each gives its wall seconds and
+    a note), in alternating order; prints each and the overhead of True over False."""
+    overheads = []
+    for number, order in enumerate(orders(rounds)):
+        walls = {}
+        for variant in order:
+            walls[variant], note = measure(variant, number)
+            print(f"[{name}] round {number + 1}, {words[0] if variant else words[1]}: {walls[variant]:6.1f} s{note}",
+                  flush=True)
+        overheads.append((walls[True] - walls[False]) / walls[False])
+        print(f"[{name}] round {number + 1} ({words[0] if order[0] else words[1]} first): "
+              f"overhead {overheads[-1]:+.1%}", flush=True)
+    print(f"[{name}] overhead per round: " + ", ".join(f"{o:+.1%}" for o in overheads))
+    return overheads
