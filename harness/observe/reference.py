@@ -42,12 +42,16 @@ class NotCompared(Exception):
 
 class _Engine:
     """One DuckDB connection per process (a pytest-xdist worker): one thread, bounded
-    memory; the tables of the scenario at hand registered by name."""
+    memory, no file, network or extension access (a translated query reads only the Arrow
+    tables registered for it; DuckDB refuses to turn access back on while it runs); the
+    tables of the scenario at hand registered by name."""
 
     def __init__(self):
         import duckdb
         self.version = duckdb.__version__
-        self.con = duckdb.connect(config={"threads": 1, "memory_limit": "2GB"})
+        self.con = duckdb.connect(config={"threads": 1, "memory_limit": "2GB", "enable_external_access": False,
+                                          "autoinstall_known_extensions": False,
+                                          "autoload_known_extensions": False})
         self.registered: set[str] = set()
 
     @property

@@ -165,3 +165,10 @@ def test_the_cross_strategy_check_compares_with_the_reference(session, write_sce
     assert record.status == "passed", record.message
     assert f"DuckDB {reference.engine().version} gives the same" in record.message
     assert record.to_json()["observed"]["reference"]["agrees"]
+
+
+def test_the_reference_engine_reads_no_file_and_cannot_be_opened_up():
+    con = reference.engine().con
+    for text in ("SELECT * FROM read_csv('/etc/passwd')", "SET enable_external_access = true"):
+        with pytest.raises(Exception, match="Permission|Cannot enable|external access"):
+            con.sql(text).fetchall()
