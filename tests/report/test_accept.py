@@ -155,3 +155,18 @@ def test_a_chain_of_joins_is_accepted_node_by_node_with_its_join_types(tmp_path)
     assert expect.resolve(case, "4.3.0")["joins"][1]["strategy"] == "BroadcastHashJoin"
     assert expect.resolve(case, "4.4.0")["joins"][1] == {"strategy": "SortMergeJoin", "build_side": "none",
                                                         "join_type": "LeftSemi", "tables": ["a", "c"]}
+
+
+def test_the_answers_columns_are_accepted_with_the_rest(tmp_path):
+    path = tmp_path / "probe.yaml"
+    path.write_text(SCENARIO.replace("  strategy: BroadcastHashJoin   # measured on 3.5\n  build_side: right\n",
+                                     "  spark: '<4.0'\n  strategy: BroadcastHashJoin\n"))
+    columns = [["k", "bigint"], ["k", "bigint"]]
+    cases = [fake_record(case_id, "BroadcastHashJoin", file=str(path), status="observed", spark="4.3.0", rows=10,
+                         checksum="000000000000001f", columns=columns)
+             for case_id in ("accept_probe[inner]", "accept_probe[left_outer]")]
+    (tmp_path / "4.3.0").mkdir()
+    (tmp_path / "4.3.0" / "results.json").write_text(json.dumps(fake_results(cases)))
+    accept.main(["4.3.0"], str(tmp_path))
+    case = {c.case_id: c for c in expand(load_scenario(path))}["accept_probe[inner]"]
+    assert expect.resolve(case, "4.3.0")["columns"] == columns
