@@ -64,7 +64,8 @@ class Environment:
         observing = {"master": options.master, "remote": options.remote, "spark_conf": options.spark_conf,
                      "plan_text": options.plan_text, "observe": options.observe,
                      "driver_memory": options.driver_memory, "engine": options.engine,
-                     "driver_jvm_flags": observing_jvm_flags(options.driver_jvm_flags)}
+                     "driver_jvm_flags": observing_jvm_flags(options.driver_jvm_flags),
+                     "reference": getattr(options, "reference", "on")}
         return cls(spark=installed_pyspark(), java=java_version(), python=platform.python_version(),
                    faker=faker_version(), harness=harness_source(), session=digest(observing))
 

@@ -91,7 +91,8 @@ def test_versions_and_the_harness_source_are_in_the_key(scenario, field):
 @pytest.mark.parametrize("option", [{"master": "local[3]"}, {"remote": "sc://h:15002"}, {"observe": True},
                                     {"plan_text": "failed"}, {"spark_conf": {"spark.executor.memory": "2g"}},
                                     {"driver_jvm_flags": "-Dspark.sql.ansi.enabled=true"},
-                                    {"driver_jvm_flags": "-XX:TieredStopAtLevel=1 -Xss64m"}])
+                                    {"driver_jvm_flags": "-XX:TieredStopAtLevel=1 -Xss64m"},
+                                    {"reference": "off"}, {"reference": "partitions"}])
 def test_session_and_observing_options_are_in_the_key(scenario, option):
     assert _key(scenario, env=Environment.of(RunOptions(**option))) != _key(scenario, env=Environment.of(RunOptions()))
 
