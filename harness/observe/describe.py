@@ -36,6 +36,8 @@ def expectation_words(expected: dict | None) -> str:
         parts.append(f"checksum {expected['checksum']}")
     if "result_rows" in expected:
         parts.append(f"{len(expected['result_rows']):,} listed result rows")
+    if "columns" in expected:
+        parts.append("columns " + ", ".join(f"{name} {kind}" for name, kind in expected["columns"]))
     parts += _warning_words(expected.get("warnings"))
     if "operators" in expected:
         parts.append("operators " + ", ".join(f"{k} {v}" for k, v in expected["operators"].items()))

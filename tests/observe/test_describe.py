@@ -11,6 +11,7 @@ def test_expectations_in_words():
                               "estimates": {"left": {"max": 10}}}) == \
         "1,000 rows; no warning matching /Hint/; exactly 1 warning; left estimate ≤ 10 B"
     assert expectation_words({"plan": "initial"}) == "nothing (observed only)"
+    assert expectation_words({"plan": "initial", "columns": [["a", "int"], ["n", "bigint"]]}) == "columns a int, n bigint"
 
 
 def test_why_lines_for_a_case_and_for_a_cross_strategy_check():
