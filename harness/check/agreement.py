@@ -9,22 +9,20 @@ from dataclasses import dataclass, field
 from functools import reduce
 
 from harness.check import expect, ternary
+from harness.check.answers import absolute_conf, analysed_alone, reference_answer
+from harness.check.compare_results import reference_words
 from harness.check.runner import (
     AS_WRITTEN,
     PLAN_ONLY,
     _identity,
     absent_session,
-    absolute_conf,
     observe,
-    analysed_alone,
     prepare_inputs,
-    reference_answer,
     run_forced,
     sized_query,
     timeout_error,
 )
 from harness.core.records import AgreementRecord, AgreementRun
-from harness.check.compare_results import reference_words
 from harness.core.text import one_line
 from harness.core.vocab import NESTED_LOOP_OPERATORS, NO_JOIN, spark_version
 from harness.scenario.model import Case
