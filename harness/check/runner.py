@@ -503,9 +503,13 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
                     f"{observed.reference['rows']:,} rows"]
     version = session.versions["spark"]
     bug = expect.bug_in_force(case, version, deployment(session.master), expect.engine_of(session.versions))
+    note = compare_results.reference_note(observed.reference)
+    if bug is not None and status == "passed" and note and not any(k in expected for k in expect.EXECUTION_KEYS):
+        # the answer a known bug is about was declared nowhere and not compared: never
+        # "behaves correctly", said
+        status, problems, note = "unchecked", [*problems, note], None
     status, message = expect.bug_verdict(bug, status,
                                          one_line("; ".join(problems)), version)
-    note = compare_results.reference_note(observed.reference)
     if note:
         message = f"{message}; {note}" if message else note
     return CaseRecord(

@@ -1,6 +1,8 @@
 """The answer checks that need no declared answer: ternary logic partitioning
 (harness.check.ternary), two observations of one answer that disagree, a rewrite that
 changes the query's output, `expect.columns`, and answers in messages as declared."""
+import contextlib
+
 import pytest
 
 from harness.check import agreement, expect, runner, ternary
@@ -103,3 +105,38 @@ def test_columns_are_read_from_the_plan_and_compared_as_declared(session, write_
 ])
 def test_answers_in_messages_show_whole_numbers_as_declared(rows, text):
     assert expect.rows_text(rows) == text
+
+
+def test_an_oracle_cut_at_the_timeout_is_not_compared_never_an_error(session, write_scenario, monkeypatch):
+    """The strategies answered in time and the partitions did not: the check keeps its
+    verdict and says the oracle compared nothing (measured: an Iceberg check on a busy
+    machine was cut there, and the exception lost its worker)."""
+    off = FACT.replace("expect: {}", "reference: {skip: \"a test of the oracle\"}\nexpect: {}")
+    case = expand(load_scenario(write_scenario(off)))[0]
+    scopes = []
+    real_scope = session.case_scope
+
+    @contextlib.contextmanager
+    def remembered(*args, **kwargs):
+        with real_scope(*args, **kwargs) as scope:
+            scopes.append(scope)
+            yield scope
+
+    def cut(*args, **kwargs):
+        scopes[-1].timed_out.set()  # what the watchdog does when the scenario's time runs out
+        raise RuntimeError("Job 993 cancelled part of cancelled job group")
+    monkeypatch.setattr(session, "case_scope", remembered)
+    monkeypatch.setattr(ternary, "partition", cut)
+    record = agreement.run_agreement(case, session)
+    assert record.status == "passed", record.message
+    assert "ternary partitioning: not compared (cut at the scenario's timeout (120 s))" in record.message
+
+
+def test_a_known_bug_whose_answer_nobody_compared_is_unchecked_not_behaving_correctly(session, write_scenario):
+    text = FACT.replace("expect: {}", "reference: {skip: \"the answer is not compared\"}\nexpect:\n"
+                        "  columns: [[k, bigint], [v, bigint], [k, bigint]]").replace(
+        "join: {", "bug: {id: SPARK-1, affected: \">=3.0\"}\njoin: {")
+    record = runner.run_case(expand(load_scenario(write_scenario(text)))[0], session)
+    assert record.status == "unchecked", record.message
+    assert "reference: not compared (the file turns it off: the answer is not compared)" in record.message
+    assert "behaves correctly" not in record.message
