@@ -71,7 +71,8 @@ def summarize(records: list[dict], invalid: list[dict]) -> dict:
         "by_strategy": dict(strategies.most_common()),
         "total_case_seconds": round(sum(r["timings"]["total_s"] for r in records), 3),
         "reused": sum(1 for r in records if (r.get("run") or {}).get("reused")),
-        "warnings_unobserved": sum(1 for r in records if r["status"] == "passed" and r["message"] == WARNINGS_UNOBSERVED),
+        "warnings_unobserved": sum(1 for r in records if r["status"] == "passed"
+                                   and r["message"].startswith(WARNINGS_UNOBSERVED)),
         "model": model_agreement(records),
         "reference": reference_counts(records),
     }
