@@ -10,11 +10,9 @@ add up to Q's exactly when the rows do: nothing is collected, and three partitio
 Spark action (a union of their three aggregates)."""
 from __future__ import annotations
 
+from harness.observe.reference import PICKS_ROWS  # each partition runs the query again: rows it picks could differ
 from harness.spark.query import CHECKSUM_MOD, checksum_text
 
-# Plan nodes after which the rows depend on which rows an execution met first: each
-# partition runs the query again, so they could rightly pick other rows.
-PICKS_ROWS = ("GlobalLimit", "LocalLimit", "Limit", "Offset", "Sample", "Tail", "CollectLimit")
 # Column types whose values xxhash64 takes (a map cannot be hashed).
 UNHASHABLE = ("map<",)
 

@@ -179,7 +179,7 @@ def typed_sql(duck_sql: str, spark_types: list[str], limit: int) -> str:
 # --------------------------------------------------------------------------- semantics
 
 # Plan nodes after which the rows depend on which rows an engine met first.
-_PICKS_ROWS = ("GlobalLimit", "LocalLimit", "Limit", "Offset", "Sample", "Tail", "CollectLimit")
+PICKS_ROWS = ("GlobalLimit", "LocalLimit", "Limit", "Offset", "Sample", "Tail", "CollectLimit")
 
 
 def semantic_differences(analysed_tree: list) -> str | None:
@@ -187,7 +187,7 @@ def semantic_differences(analysed_tree: list) -> str | None:
     (its toJSON): None when nothing there differs."""
     for node, child in _nodes_with_first_child(analysed_tree):
         simple = node["class"].rsplit(".", 1)[-1]
-        if simple in _PICKS_ROWS:
+        if simple in PICKS_ROWS:
             return "a LIMIT, OFFSET or sample picks rows that another engine may rightly pick otherwise"
         if simple in ("Cast", "AnsiCast", "TryCast") and child is not None:
             if child.get("dataType") == "string" and node.get("dataType") not in ("string", "binary", None):

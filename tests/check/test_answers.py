@@ -140,3 +140,12 @@ def test_a_known_bug_whose_answer_nobody_compared_is_unchecked_not_behaving_corr
     assert record.status == "unchecked", record.message
     assert "reference: not compared (the file turns it off: the answer is not compared)" in record.message
     assert "behaves correctly" not in record.message
+
+
+def test_partitions_of_an_empty_answer_never_make_a_single_strategy_green():
+    empty = {"column": "k", "predicate": "p", "parts": [{"where": w, "rows": 0, "checksum": "0" * 16}
+                                                        for w in ("p", "NOT p", "p IS NULL")],
+             "rows": 0, "checksum": "0" * 16, "query_rows": 0, "query_checksum": "0" * 16, "agrees": True}
+    single = "only one strategy could be compared (BroadcastHashJoin (right)): nothing to check against"
+    status, message = agreement._partitions_verdict("unchecked", single, empty)
+    assert status == "unchecked" and "ternary partitioning on k agrees: 0 (p)" in message
