@@ -220,31 +220,51 @@ def _nodes_with_first_child(tree):
 
 # --------------------------------------------------------------------------- inputs
 
-_ARROW_INPUTS: dict = {}
+_ARROW_INPUTS: dict = {}   # (scenario key..., table) → its rows as Arrow
+_INPUT_ROWS: dict = {}     # (scenario key..., table) → its rows (MAX_INPUT_ROWS + 1: more)
 
 
 def arrow_inputs(key: tuple, frames: dict, names: set[str]) -> dict:
     """The rows of each table the query reads, as Arrow, moved once per scenario, data
-    configs and table (kept for the scenario at hand only: memory stays bounded)."""
-    if _ARROW_INPUTS and next(iter(_ARROW_INPUTS))[:-1] != key:
-        _ARROW_INPUTS.clear()
+    configs and table (kept for the scenario at hand only: memory stays bounded). Inputs
+    over the bound are refused before a row of them is moved."""
+    for cache in (_ARROW_INPUTS, _INPUT_ROWS):
+        if cache and next(iter(cache))[:-1] != key:
+            cache.clear()
     by_lower = {name.lower(): name for name in frames}
     missing = sorted(names - set(by_lower))
     if missing:
         raise NotCompared(f"the query reads {', '.join(missing)}, which is not a table of the file")
-    out, total_rows, total_bytes = {}, 0, 0
-    for lower in sorted(names):
-        entry = key + (lower,)
+    entries = {lower: key + (lower,) for lower in sorted(names)}
+    for lower, entry in entries.items():
+        if entry not in _INPUT_ROWS:
+            _INPUT_ROWS[entry] = rows_at_most(frames[by_lower[lower]], MAX_INPUT_ROWS)
+    total_rows = sum(_INPUT_ROWS[entry] for entry in entries.values())
+    if total_rows > MAX_INPUT_ROWS:
+        raise NotCompared(f"inputs over the bound handed to the reference (over {MAX_INPUT_ROWS:,} rows)")
+    out, total_bytes = {}, 0
+    for lower, entry in entries.items():
         if entry not in _ARROW_INPUTS:
             _ARROW_INPUTS[entry] = arrow_of(frames[by_lower[lower]])
-        table = _ARROW_INPUTS[entry]
-        total_rows += table.num_rows
-        total_bytes += table.nbytes
-        if total_rows > MAX_INPUT_ROWS or total_bytes > MAX_INPUT_BYTES:
-            raise NotCompared(f"inputs over the bound handed to the reference ({total_rows:,} rows, "
-                              f"{total_bytes:,} B > {MAX_INPUT_ROWS:,} rows or {MAX_INPUT_BYTES:,} B)")
-        out[lower] = table
+        out[lower] = _ARROW_INPUTS[entry]
+        total_bytes += out[lower].nbytes
+        if total_bytes > MAX_INPUT_BYTES:
+            raise NotCompared(f"inputs over the bound handed to the reference ({total_bytes:,} B > "
+                              f"{MAX_INPUT_BYTES:,} B)")
     return out
+
+
+def rows_at_most(frame, bound: int) -> int:
+    """At most how many rows the frame holds, and `bound + 1` where that is over `bound`:
+    the plan's own bound where it has one under `bound` (a generated range, literal rows:
+    no job), else counted by Spark with a limit just past `bound` (no row moved)."""
+    try:
+        most = frame._jdf.queryExecution().optimizedPlan().maxRows()
+        if most.isDefined() and most.get() <= bound:
+            return int(most.get())
+    except Exception:  # Spark Connect, or a plan without the method: count
+        pass
+    return int(frame.limit(bound + 1).count())
 
 
 def arrow_of(frame):
@@ -272,11 +292,6 @@ def _arrow_schema(frame):
         return to_arrow_schema(frame.schema)
     except Exception:
         raise NotCompared("an input with no rows whose schema Arrow cannot express") from None
-
-
-def declared_rows_over_bound(row_counts: list) -> bool:
-    known = [n for n in row_counts if n is not None]
-    return sum(known) > MAX_INPUT_ROWS
 
 
 # --------------------------------------------------------------------------- comparing

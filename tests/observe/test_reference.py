@@ -126,8 +126,11 @@ def test_what_cannot_be_compared_says_why_and_is_never_an_error(session, write_s
     text = TWO_TABLES.replace("JOIN_TYPE", "inner")
     # inputs over the bound handed over
     monkeypatch.setattr(reference, "MAX_INPUT_ROWS", 1000)
+    moved, arrow_of = [], reference.arrow_of
+    monkeypatch.setattr(reference, "arrow_of", lambda frame: moved.append(frame) or arrow_of(frame))
     record = runner.run_case(expand(load_scenario(write_scenario(text, "a.yaml")))[0], session)
     assert record.status == "observed" and "inputs over the bound" in record.observed.reference["why"]
+    assert moved == []  # refused before a row was handed over
     assert "reference: not compared (inputs over the bound" in record.message
     monkeypatch.undo()
     # a function sqlglot cannot write for DuckDB, one DuckDB does not know: the case is fine
@@ -173,3 +176,11 @@ def test_the_reference_engine_reads_no_file_and_cannot_be_opened_up():
     for text in ("SELECT * FROM read_csv('/etc/passwd')", "SET enable_external_access = true"):
         with pytest.raises(Exception, match="Permission|Cannot enable|external access"):
             con.sql(text).fetchall()
+
+
+def test_rows_at_most_reads_the_plans_bound_or_counts_past_it(session):
+    spark = session.spark
+    assert reference.rows_at_most(spark.range(10), 100) == 10                      # the range's own bound
+    assert reference.rows_at_most(spark.range(5000), 100) == 101                   # more than the bound
+    assert reference.rows_at_most(spark.range(5000).filter("id % 1000 = 0"), 100) == 5  # counted
+    assert reference.rows_at_most(spark.createDataFrame([(1,), (2,)], "a int"), 100) == 2
