@@ -5,7 +5,7 @@ Runs the same selection (default: the shipped suite) with `--fresh`, once as is 
 with `--no-reference`, `--rounds` times with the order alternating, and prints each wall
 time, the overhead per round, and what the reference did in the run with it: items
 compared (agreeing, differing), not compared by reason, the seconds the case records say
-it took (`timings.reference_s`). "on" is the default (the reference, and ternary
+it took (the records' `timings.reference_s` and, for checks, `partitions_s`). "on" is the default (the reference, and ternary
 partitioning where it did not compare); "off" is `--no-reference` (neither): the suite as
 it was before either existed.
 
@@ -24,10 +24,17 @@ from fresh_runs import alternate, arguments, fresh_run  # noqa: E402
 from harness.report.version_report import reference_counts  # noqa: E402
 
 
-def run(paths: list[str], workers: str, reference: bool) -> tuple[float, dict, float]:
-    """(wall seconds, the run's reference counts, summed reference_s of its case records)."""
+def run(paths: list[str], workers: str, reference: bool) -> tuple[float, dict, dict]:
+    """(wall seconds, the run's reference counts, seconds the records say each oracle took:
+    the reference in cases and in checks, ternary partitioning in checks)."""
     wall, records = fresh_run(paths, workers, [] if reference else ["--no-reference"])
-    seconds = sum((r.get("timings") or {}).get("reference_s", 0.0) for r in records)
+    seconds = {"cases' reference": 0.0, "checks' reference": 0.0, "checks' partitions": 0.0}
+    for record in records:
+        timings = record.get("timings") or {}
+        owner = "cases'" if record.get("kind") == "case" else "checks'"
+        seconds[f"{owner} reference"] += timings.get("reference_s", 0.0)
+        if owner == "checks'":
+            seconds["checks' partitions"] += timings.get("partitions_s", 0.0)
     return wall, reference_counts(records), seconds
 
 
@@ -40,7 +47,8 @@ def main() -> None:
             return wall, ""
         reasons = "".join(f"\n[bench-reference]   not compared, {why}: {n}" for why, n in counts["by_reason"].items())
         return wall, (f" ({counts['compared']} compared: {counts['agree']} agree, {counts['differ']} differ; "
-                      f"{counts['not_compared']} not compared; {seconds:.1f} s in the case records)"
+                      f"{counts['not_compared']} not compared; seconds in the records: "
+                      + ", ".join(f"{who} {n:.1f}" for who, n in seconds.items()) + ")"
                       + (reasons if number == 0 else ""))
     alternate("bench-reference", args.rounds, measure, ("reference on", "reference off"))
 

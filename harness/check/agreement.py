@@ -140,6 +140,7 @@ class ForcedRuns:
     nested_loops: bool = True
     reference: dict | None = None   # the answer against an independent engine's (harness.observe.reference)
     partitions: dict | None = None  # ternary logic partitioning where no reference compared (harness.check.ternary)
+    seconds: dict = field(default_factory=dict)  # what the oracles took here (never stored: a reused check took none)
 
     def to_json(self) -> dict:
         return {"runs": [{**run.to_json(), "error": run.error} if run.error is not None else
@@ -247,10 +248,14 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
                         AgreementRun(label, ran.strategy, ran.build_side, ran.rows, ran.checksum, shared=ran.shared,
                                      seconds=time.perf_counter() - run_started))
         if tables is not None and "stream" not in case.scenario.data:
+            oracle_started = time.perf_counter()
             forced.reference = _reference_of_runs(session, scope, case, base_conf, tables, runs)
+            forced.seconds["reference_s"] = round(time.perf_counter() - oracle_started, 4)
             mode = getattr(session.options, "reference", "on")
             if mode != "off" and not (forced.reference or {}).get("compared"):  # no second engine: an oracle in Spark
+                oracle_started = time.perf_counter()
                 forced.partitions = _partitions_of_runs(session, scope, case, base_conf, tables, runs)
+                forced.seconds["partitions_s"] = round(time.perf_counter() - oracle_started, 4)
     return judge_agreement(case, session, forced, took())
 
 
@@ -311,6 +316,7 @@ def judge_agreement(case: Case, who, forced: ForcedRuns, seconds: float) -> Agre
                                                              expect.engine_of(who.versions)), status, message,
                                          version, case_item=False)
     record = _agreement_record(case, who, status, message, forced.runs, _strategies(forced.runs), seconds)
+    record.timings.update(forced.seconds)
     record.forced = forced
     return record
 

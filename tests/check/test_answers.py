@@ -61,8 +61,10 @@ def test_the_oracle_runs_where_no_reference_compared_and_says_so(session, write_
     assert record.status == "passed", record.message
     assert "reference: not compared (the file turns it off: a test of the oracle)" in record.message
     assert "ternary partitioning on k agrees" in record.message
+    assert record.timings["partitions_s"] > 0 and "reference_s" in record.timings  # what each oracle took
     with_reference = agreement.run_agreement(expand(load_scenario(write_scenario(FACT, "b.yaml")))[0], session)
     assert "ternary" not in with_reference.message  # the reference compared: nothing more to run
+    assert "partitions_s" not in with_reference.timings
 
 
 def test_a_limit_is_not_partitioned():
