@@ -132,6 +132,13 @@ def test_what_cannot_be_compared_says_why_and_is_never_an_error(session, write_s
     assert record.status == "observed" and "inputs over the bound" in record.observed.reference["why"]
     assert moved == []  # refused before a row was handed over
     assert "reference: not compared (inputs over the bound" in record.message
+    # Spark's answer over the bound compared: said before an input is moved
+    monkeypatch.setattr(reference, "MAX_INPUT_ROWS", 1_000_000)
+    monkeypatch.setattr(reference, "MAX_ANSWER_ROWS", 100)
+    record = runner.run_case(expand(load_scenario(write_scenario(text.replace("reference_two_tables", "wide"),
+                                                                  "w.yaml")))[0], session)
+    assert record.observed.reference["why"] == f"an answer over 100 rows (Spark's: {record.observed.rows:,})"
+    assert moved == []
     monkeypatch.undo()
     # a function sqlglot cannot write for DuckDB, one DuckDB does not know: the case is fine
     for function, why in (("soundex", "sqlglot cannot translate the query"), ("crc32", "the reference failed")):
