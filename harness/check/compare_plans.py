@@ -238,3 +238,45 @@ PRUNING_WORDS = {"none": "no pruning filter", "broadcast": "a pruning filter on 
                              "a broadcast join, else by a subquery of its own)",
                  "adaptive_reuse_only": "a pruning filter AQE decides at run time (kept on the join's broadcast if "
                                         "the join becomes a broadcast join, else dropped)"}
+
+
+# The release whose optimizer first injects runtime filters (InjectRuntimeFilter).
+RUNTIME_FILTERS_SINCE = "3.3.0"
+FILTER_WORDS = {"bloom_filter": "a bloom filter", "in_subquery": "an IN-subquery filter"}
+
+
+def runtime_filter_words(found: dict) -> str:
+    """One runtime filter as a person reads it: `a bloom filter on k built from dim.k`."""
+    creation = ", ".join(found.get("creation") or []) or "a side Spark names no table of"
+    key = f".{found['creation_key']}" if found.get("creation_key") and found.get("creation") else ""
+    return f"{FILTER_WORDS.get(found['kind'], found['kind'])} on {found.get('key') or '?'} built from {creation}{key}"
+
+
+def _filters_on(table: str, filters: list[dict]) -> list[dict]:
+    return [f for f in filters if (f.get("table") or "").lower() == table.lower()]
+
+
+def compare_runtime_filters(expected: list[dict], filters: list[dict], which: str) -> list[str]:
+    """Each table's runtime filter as declared: the kind its scan gets (or none), and from
+    which table it is built."""
+    problems = []
+    for want in expected:
+        on_table = _filters_on(want["table"], filters)
+        observed = "; ".join(runtime_filter_words(f) for f in on_table) or "none"
+        if want["filter"] == "none":
+            if on_table:
+                problems.append(f"{which} plan: expected no runtime filter on {want['table']}'s scan, "
+                                f"observed {observed}")
+            continue
+        matching = [f for f in on_table if f["kind"] == want["filter"] and
+                    ("from" not in want or want["from"].lower() in [t.lower() for t in f.get("creation") or []])]
+        if not matching:
+            source = f" built from {want['from']}" if "from" in want else ""
+            problems.append(f"{which} plan: expected {FILTER_WORDS[want['filter']]} on {want['table']}'s scan"
+                            f"{source}, observed {observed}")
+    return problems
+
+
+def runtime_filters_wanted(expected: list[dict]) -> bool:
+    """Whether the expectation asks for a filter somewhere (not only for none)."""
+    return any(want["filter"] != "none" for want in expected)

@@ -12,6 +12,7 @@ from packaging.specifiers import SpecifierSet
 from harness.check.compare_cost import compare_cost, cost_unreported
 from harness.check.compare_plans import (
     AQE_DECIDES,
+    RUNTIME_FILTERS_SINCE,
     checked_views,
     compare_bucketed_scan,
     compare_key_grouped,
@@ -19,11 +20,13 @@ from harness.check.compare_plans import (
     compare_operators,
     compare_plan,
     compare_pruning,
+    compare_runtime_filters,
     compare_shuffles,
     compare_subqueries,
     estimate_range,
     final_build_side_unseen,
     plan_names,
+    runtime_filters_wanted,
     undecided_pruning,
 )
 from harness.check.compare_results import (
@@ -43,7 +46,7 @@ from harness.scenario.tables import as_hint_list, hint_name
 
 EXPECTATION_KEYS = ("strategy", "build_side", "joins", "plan", "rows", "checksum", "result_rows", "columns",
                     "error", "warnings", "estimates", "operators", "shuffles", "bucketed_scan",
-                    "key_grouped", "dynamic_pruning", "cost", "native")
+                    "key_grouped", "dynamic_pruning", "runtime_filters", "cost", "native")
 
 
 # Keys that can only be checked by running the query.
@@ -130,8 +133,9 @@ def resolve(case: Case, version: str, deployment: str = "local", engine: str = "
         expected["joins"] = [_normalize_node(j) for j in expected["joins"]]
     if "subqueries" in expected:
         expected["subqueries"] = [{"joins": [_normalize_node(j) for j in s["joins"]]} for s in expected["subqueries"]]
-    if isinstance(expected.get("dynamic_pruning"), dict):
-        expected["dynamic_pruning"] = [expected["dynamic_pruning"]]
+    for listed in ("dynamic_pruning", "runtime_filters"):
+        if isinstance(expected.get(listed), dict):
+            expected[listed] = [expected[listed]]
     if any(step_expects):
         expected["batches"] = step_expects
     expected.setdefault("plan", "initial")
@@ -163,12 +167,24 @@ def has_assertions(expected: dict) -> bool:
     return any(k in expected for k in EXPECTATION_KEYS if k != "plan") or "batches" in expected
 
 
-def not_checkable(expected: dict, observed: Observation) -> list[str]:
+# How not_checkable names runtime filters asked of a release that plans none.
+NO_RUNTIME_FILTERS = "runtime filters"
+
+
+def not_checkable(expected: dict, observed: Observation, version: str | None = None) -> list[str]:
     """The expectations this observation cannot decide (what the deployment or this Spark
-    version could not see), each named: never passed, never failed, reported as not checkable."""
+    version could not see), each named: never passed, never failed, reported as not checkable.
+    `version`: the Spark release observed, where known (a release before 3.3.0 plans no
+    runtime filter, so one asked for is not checkable there)."""
     if observed.error:
         return []
     out = steps_unreported(expected, observed)
+    if "runtime_filters" in expected:
+        if version and spark_version(version) < spark_version(RUNTIME_FILTERS_SINCE):
+            if runtime_filters_wanted(expected["runtime_filters"]):
+                out.append(NO_RUNTIME_FILTERS)
+        elif any(view is not None and view.runtime_filters is None for view in checked_views(expected, observed)):
+            out.append("runtime_filters")  # not read: Connect's printed plans, a stream's plan
     plan_mode = expected.get("plan")
     if "dynamic_pruning" in expected and plan_mode == "initial" and observed.initial is not None:
         wanted = expected["dynamic_pruning"]
@@ -245,11 +261,11 @@ def columns_differ(expected: list, observed: list) -> str:
             f"(observed columns: {words(observed)})")
 
 
-def compare(expected: dict, observed: Observation) -> list[str]:
+def compare(expected: dict, observed: Observation, version: str | None = None) -> list[str]:
     """Mismatches between what a case expects and what Spark did, one line each; what
     cannot be checked (`not_checkable`) is left out."""
     try:
-        return _compare(expected, observed, set(not_checkable(expected, observed)))
+        return _compare(expected, observed, set(not_checkable(expected, observed, version)))
     except PatternTooSlow as exc:
         return [str(exc)]
 
@@ -296,6 +312,9 @@ def _compare(expected: dict, observed: Observation, unchecked: set = frozenset()
         if key in expected and key not in unchecked:
             for which, view in zip(plan_names(plan_mode), checked_views(expected, observed)):
                 problems += check(expected[key], view.joins, which)
+    if "runtime_filters" in expected and not unchecked & {"runtime_filters", NO_RUNTIME_FILTERS}:
+        for which, view in zip(plan_names(plan_mode), checked_views(expected, observed)):
+            problems += compare_runtime_filters(expected["runtime_filters"], view.runtime_filters or [], which)
     if "batches" in expected:
         problems += compare_steps(expected["batches"], observed.stream_steps or [], unchecked)
     if "cost" in expected and observed.executed:

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from harness.check import compare_results, expect
+from harness.check.compare_plans import RUNTIME_FILTERS_SINCE
 from harness.core.options import deployment
 from harness.core.records import (
     NOT_CHECKABLE,
@@ -84,13 +85,16 @@ def _wants_operators(case: Case) -> bool:
     return "operators" in case.expect or any("operators" in o for o in case.overrides)
 
 
-def _plan_view(plans, plan, case: Case, table_names: dict | None) -> PlanView:
+def _plan_view(plans, plan, case: Case, table_names: dict | None, final: bool = False) -> PlanView:
     """Join nodes now; the plan's text later (see `_add_plan_texts`). `plans` reads the
     plan as the session's deployment can (harness.observe.jvm_plans, or harness.observe.printed_plans)."""
     view = PlanView(joins=[j.to_dict() for j in plans.join_nodes(plan, table_names)])
     read_subqueries = getattr(plans, "subquery_joins", None)  # the JVM's plans only (not Connect's printed ones)
     if read_subqueries is not None:
         view.subqueries = read_subqueries(plan, table_names)
+    read_filters = getattr(plans, "runtime_filters", None)
+    if read_filters is not None:
+        view.runtime_filters = read_filters(plan, table_names, final=final)
     if _wants_operators(case):
         view.operators = plans.operator_counts(plan)
     return view
@@ -216,7 +220,7 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
         final_plan = ran.plan
         if final_plan is not None:
             plan_objects["final"] = final_plan
-            observed.final = _plan_view(plans, final_plan, case, table_names)
+            observed.final = _plan_view(plans, final_plan, case, table_names, final=True)
             if observed.adaptive:
                 observed.final.runtime = plans.runtime_sides(final_plan)
             observed.cost = ran.cost
@@ -468,10 +472,13 @@ def _unchecked_words(unchecked: list[str], version: str) -> list[str]:
     and the case was only planned."""
     unreported = [item for item in unchecked if item.startswith(("batch ", "cost "))]
     pending = [item for item in unchecked if item.endswith(expect.AQE_DECIDES)]
-    unseen = [item for item in unchecked if item not in unreported and item not in pending]
+    absent = [item for item in unchecked if item == expect.NO_RUNTIME_FILTERS]
+    unseen = [item for item in unchecked if item not in unreported and item not in pending and item not in absent]
     return ([f"{NOT_CHECKABLE}: {', '.join(unseen)}"] if unseen else []) + \
         ([f"not reported by Spark {version}: {', '.join(unreported)}"] if unreported else []) + \
-        ([f"not checkable in the initial plan: {', '.join(pending)}"] if pending else [])
+        ([f"not checkable in the initial plan: {', '.join(pending)}"] if pending else []) + \
+        ([f"no runtime filters on this version: Spark {version} plans none ({RUNTIME_FILTERS_SINCE} added "
+          f"them)"] if absent else [])
 
 
 def make_record(case: Case, session: Session, expected: dict, observed: Observation, total_s: float) -> CaseRecord:
@@ -479,7 +486,8 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
         model.evaluate(observed, session.versions["spark"], streaming="stream" in case.scenario.data)
     if expected.get("strategy") == PREDICTED:
         expected = _with_prediction(expected, judged)
-    problems = expect.compare(expected, observed) if expect.has_assertions(expected) else []
+    version = session.versions["spark"]
+    problems = expect.compare(expected, observed, version) if expect.has_assertions(expected) else []
     status = _status(expected, observed, problems)
     for wrong in (compare_results.engine_answer_differs(observed),  # a native answer that is not Spark's
                   compare_results.reference_differs(observed),      # an independent engine's answer
@@ -487,7 +495,7 @@ def make_record(case: Case, session: Session, expected: dict, observed: Observat
                   compare_results.answers_disagree(observed, RESULT_ROWS_LIMIT)):
         if wrong:  # wrong, whatever else was expected
             status, problems = "correctness", [wrong, *problems]
-    unchecked = expect.not_checkable(expected, observed) if expect.has_assertions(expected) else []
+    unchecked = expect.not_checkable(expected, observed, version) if expect.has_assertions(expected) else []
     said = _unchecked_words(unchecked, session.versions["spark"])
     if unchecked == ["warnings"] and status == "passed" and \
             expect.has_assertions({k: v for k, v in expected.items() if k != "warnings"}):

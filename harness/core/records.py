@@ -57,6 +57,9 @@ class PlanView:
     # Run-time sizes of the top join's inputs: recorded for a final adaptive plan, where
     # None says AQE showed none; ABSENT elsewhere.
     runtime: Any = ABSENT
+    # The plan's runtime filters (harness.observe.jvm_plans.runtime_filters); None where
+    # not read (Connect's printed plans, a record made before they were read).
+    runtime_filters: Optional[list] = None
 
     @property
     def top(self) -> Optional[dict]:
@@ -71,7 +74,8 @@ class PlanView:
         if data is None:
             return None
         return cls(joins=data.get("joins") or [], text=data.get("text", ""), operators=data.get("operators"),
-                   subqueries=data.get("subqueries"), runtime=data.get("runtime", ABSENT))
+                   subqueries=data.get("subqueries"), runtime=data.get("runtime", ABSENT),
+                   runtime_filters=data.get("runtime_filters"))
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {"joins": self.joins, "text": self.text}
@@ -81,6 +85,8 @@ class PlanView:
             out["subqueries"] = self.subqueries
         if self.runtime is not ABSENT:
             out["runtime"] = self.runtime
+        if self.runtime_filters is not None:
+            out["runtime_filters"] = self.runtime_filters
         return out
 
 

@@ -197,6 +197,128 @@ def subquery_joins(physical_plan, table_names: dict | None = None) -> list[dict]
     return found
 
 
+# The creation side's aggregate of a bloom filter (InjectRuntimeFilter, 3.3+), as every
+# plan's text names it: a plan without it has no bloom filter.
+BLOOM_AGGREGATE = "bloom_filter_agg"
+SCAN_KINDS = ("Scan ", "BatchScan", "InMemoryTableScan", "HiveTableScan", "LocalTableScan", "Range")
+
+
+def runtime_filters(physical_plan, table_names: dict | None = None, final: bool = False) -> list[dict]:
+    """The runtime filters of a plan (InjectRuntimeFilter, 3.3+: a filter one side of a
+    shuffled join gets at run time from the other side's keys), in the order the plan
+    reaches them: for each, `kind` (`bloom_filter`: `might_contain` over a bloom filter
+    aggregated in a scalar subquery), `table` (the application side: the scan it filters),
+    `key` (its column), `creation` (the tables the filter is built from) and
+    `creation_key`; in a final adaptive plan also `ran` (whether its subquery was
+    computed). Where no subquery of the plan aggregates a bloom filter (read from the
+    subqueries' texts, as `_holds_no_subquery`), nothing is walked."""
+    if _no_subquery_text_holds(physical_plan, BLOOM_AGGREGATE):
+        return []
+    found, stack = [], [physical_plan]
+    while stack:
+        node = stack.pop()
+        kind = _kind(node)
+        if kind == "Filter":
+            for might_contain in _expressions_named(_safe_call(node.condition), "BloomFilterMightContain"):
+                found.append(_bloom_filter(node, might_contain, table_names, final))
+        stack.extend(reversed(_children(node, kind)))
+    return found
+
+
+def _bloom_filter(filter_node, might_contain, table_names: dict | None, final: bool) -> dict:
+    subquery = _safe_call(lambda: might_contain.left().plan())   # SubqueryExec over the creation side
+    scans = _scans_below(subquery) if subquery is not None else []
+    applied = next(iter(_scans_below(filter_node, stop_at_joins=True)), None)
+    out = {"kind": "bloom_filter", "table": _scan_table(applied, table_names) if applied is not None else None,
+           "key": _column_of(_safe_call(lambda: might_contain.right().children().apply(0))),
+           "creation": sorted({t for t in (_scan_table(scan, table_names) for scan in scans) if t}),
+           "creation_key": _creation_key(subquery) if subquery is not None else None}
+    if final:
+        out["ran"] = _subquery_ran(subquery)
+    return out
+
+
+def _no_subquery_text_holds(plan, word: str) -> bool:
+    """True where the plan's root reaches its whole tree and no subquery of it names
+    `word` in its tree string (`_subquery_texts`): nothing to walk for."""
+    texts = _subquery_texts(plan)
+    return texts is not None and not any(word in text for text in texts)
+
+
+def _expressions_named(expression, class_name: str) -> list:
+    """The expressions of a tree (an expression's, through its children) of that class."""
+    found, stack = [], [expression] if expression is not None else []
+    while stack:
+        current = stack.pop()
+        if _safe_str(lambda: current.getClass().getSimpleName()) == class_name:
+            found.append(current)
+        children = _safe_call(current.children)
+        stack.extend(children.apply(i) for i in range(children.size() if children is not None else 0))
+    return found
+
+
+def _scans_below(node, stop_at_joins: bool = False) -> list:
+    """The scans of a subtree, pre-order (below a join too, unless `stop_at_joins`)."""
+    found, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        kind = _kind(current)
+        if kind.startswith(SCAN_KINDS) or kind.startswith(engines.SCAN_PREFIXES):
+            found.append(current)
+            continue
+        if stop_at_joins and kind in JOIN_OPERATORS:
+            continue
+        stack.extend(reversed(_children(current, kind)))
+    return found
+
+
+def _scan_table(scan, table_names: dict | None) -> str | None:
+    """The table a scan reads, by the scenario's name where it has one."""
+    kind = _kind(scan)
+    original = _engine_scan_original(scan, kind)
+    if original is not None:
+        scan, kind = original, _kind(original)
+    if kind.startswith("BatchScan"):
+        return batch_scan(scan, table_names)["table"]
+    table = (_safe_str(lambda: scan.tableIdentifier().get().table())                      # a file scan
+             or _safe_str(lambda: scan.relation().tableMeta().identifier().table())        # a Hive table
+             or _unwrap_option(_safe_str(lambda: scan.relation().cacheBuilder().tableName())))  # a cached one
+    table = table.rsplit(".", 1)[-1].strip("`") if table else ""
+    return (table_names or {}).get(table, table) or None
+
+
+def _column_of(expression) -> str | None:
+    """An expression's column name (an attribute's), else its SQL without expression ids."""
+    if expression is None:
+        return None
+    name = _safe_str(expression.name) if _safe_str(lambda: expression.getClass().getSimpleName()) == \
+        "AttributeReference" else ""
+    return name or SUBQUERY_ID.sub("", _safe_str(expression.sql)) or None
+
+
+def _creation_key(subquery) -> str | None:
+    """The column the bloom filter is aggregated over: `bloom_filter_agg(xxhash64(key))`."""
+    stack = [subquery]
+    while stack:
+        node = stack.pop()
+        kind = _kind(node)
+        if kind.endswith("Aggregate"):
+            expressions = _safe_call(node.aggregateExpressions)
+            for i in range(expressions.size() if expressions is not None else 0):
+                for agg in _expressions_named(expressions.apply(i), "BloomFilterAggregate"):
+                    return _column_of(_safe_call(lambda: agg.child().children().apply(0)))
+        stack.extend(reversed(_children(node, kind)))
+    return None
+
+
+def _subquery_ran(subquery) -> bool | None:
+    """Whether a subquery's result was computed (its `dataSize` metric, set when it is)."""
+    metric = _safe_call(lambda: subquery.metrics().get("dataSize"))
+    if metric is None or not metric.isDefined():
+        return None
+    return int(metric.get().value()) > 0
+
+
 # Leaves below which a tree goes on out of the reach of its root's subqueriesAll.
 OPAQUE_LEAVES = ("AdaptiveSparkPlan", "ReusedExchange", "ReusedSubquery")
 
@@ -214,18 +336,42 @@ def _holds_no_subquery(plan) -> bool:
     under a broadcast — and no leaf is a query stage or another wrapper. Walking every
     operator for them cost as much as reading the joins. False where that cannot be told
     so (then the plan is walked)."""
-    root = plan.executedPlan() if _kind(plan) == "AdaptiveSparkPlan" else plan
+    texts = _subquery_texts(plan)
+    return texts is not None and not any(JOIN_WORD.search(text) for text in texts)
+
+
+# (the plan last read, whether it was final, its subqueries' texts): read once per plan
+# and stage — an adaptive plan object is the one that runs, so it is read again once final.
+_SUBQUERY_TEXTS: list = [None, None, None]
+
+
+def _subquery_texts(plan) -> list[str] | None:
+    """The tree strings of every subquery the plan's root reaches (subqueriesAll), where
+    the root reaches its whole tree; None where it does not (a query stage or another
+    wrapper among its leaves) or a text cannot be read."""
+    adaptive = _kind(plan) == "AdaptiveSparkPlan"
+    final = _safe_str(plan.isFinalPlan) if adaptive else ""
+    if _SUBQUERY_TEXTS[0] is plan and _SUBQUERY_TEXTS[1] == final:
+        return _SUBQUERY_TEXTS[2]
+    root = plan.executedPlan() if adaptive else plan
+    texts: list[str] | None = []
     try:
         subqueries = root.subqueriesAll()
         for i in range(subqueries.size()):
             text = _safe_str(subqueries.apply(i).treeString)
-            if not text or JOIN_WORD.search(text):  # unreadable: walked
-                return False
-        leaves = root.collectLeaves()
-        kinds = [_raw_kind(leaves.apply(i)) for i in range(leaves.size())]
+            if not text:  # unreadable: walked
+                texts = None
+                break
+            texts.append(text)
+        if texts is not None:
+            leaves = root.collectLeaves()
+            kinds = [_raw_kind(leaves.apply(i)) for i in range(leaves.size())]
+            if any(kind.endswith("QueryStage") or kind in OPAQUE_LEAVES for kind in kinds):
+                texts = None
     except Exception:  # a plan object without these (not a Spark plan)
-        return False
-    return not any(kind.endswith("QueryStage") or kind in OPAQUE_LEAVES for kind in kinds)
+        texts = None
+    _SUBQUERY_TEXTS[:] = [plan, final, texts]
+    return texts
 
 
 def _engine_scan_original(node, kind: str):

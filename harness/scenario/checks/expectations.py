@@ -1,5 +1,5 @@
 """Rules on what a scenario expects: version specifiers that parse, `varies` that names
-what it frees, regular expressions that compile, dynamic pruning of tables of the file,
+what it frees, regular expressions that compile, dynamic pruning and runtime filters of tables of the file,
 cost bounds in their units, configs on the allow-list."""
 from __future__ import annotations
 
@@ -127,19 +127,22 @@ def check_patterns(at: Where, data: dict) -> None:
 
 
 def check_pruned_tables(at: Where, data: dict) -> None:
-    """`dynamic_pruning` names tables of this file."""
+    """`dynamic_pruning` and `runtime_filters` name tables of this file."""
     expect = data.get("expect") or {}
     places = [(("expect",), expect)] + [(("expect", "overrides", i), o) for i, o in enumerate(expect.get("overrides") or [])]
     tables = list(data["tables"])
     for where, block in places:
-        wanted = block.get("dynamic_pruning")
-        if wanted is None:
-            continue
-        listed = wanted if isinstance(wanted, list) else [wanted]
-        for i, want in enumerate(listed):
-            field_path = where + ("dynamic_pruning",) + ((i,) if isinstance(wanted, list) else ()) + ("table",)
-            if want["table"] not in tables:
-                raise at.error(field_path, f"'{want['table']}' is not a table of this file{did_you_mean(want['table'], tables)}")
+        for key, fields in (("dynamic_pruning", ("table",)), ("runtime_filters", ("table", "from"))):
+            wanted = block.get(key)
+            if wanted is None:
+                continue
+            listed = wanted if isinstance(wanted, list) else [wanted]
+            for i, want in enumerate(listed):
+                for field in fields:
+                    if field in want and want[field] not in tables:
+                        field_path = where + (key,) + ((i,) if isinstance(wanted, list) else ()) + (field,)
+                        raise at.error(field_path, f"'{want[field]}' is not a table of this file"
+                                                   f"{did_you_mean(want[field], tables)}")
 
 
 def _cost_value(at: Where, where: tuple, field: str, value) -> int:
