@@ -7,6 +7,7 @@ from __future__ import annotations
 from harness.check.compare_cost import within
 from harness.core.records import BYTE_UNITS, UNAVAILABLE, Observation
 from harness.core.vocab import describe_join, join_type_name
+from harness.observe.runtime_filters import FILTER_WORDS, runtime_filter_words
 
 
 def _node_matches(want: dict, got: dict) -> bool:
@@ -242,16 +243,6 @@ PRUNING_WORDS = {"none": "no pruning filter", "broadcast": "a pruning filter on 
 
 # The release whose optimizer first injects runtime filters (InjectRuntimeFilter).
 RUNTIME_FILTERS_SINCE = "3.3.0"
-FILTER_WORDS = {"bloom_filter": "a bloom filter", "in_subquery": "an IN-subquery filter"}
-
-
-def runtime_filter_words(found: dict) -> str:
-    """One runtime filter as a person reads it: `a bloom filter on k built from dim.k`."""
-    creation = ", ".join(found.get("creation") or []) or "a side Spark names no table of"
-    key = f".{found['creation_key']}" if found.get("creation_key") and found.get("creation") else ""
-    return f"{FILTER_WORDS.get(found['kind'], found['kind'])} on {found.get('key') or '?'} built from {creation}{key}"
-
-
 def _filters_on(table: str, filters: list[dict]) -> list[dict]:
     return [f for f in filters if (f.get("table") or "").lower() == table.lower()]
 

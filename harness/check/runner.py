@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from harness.check import compare_results, expect
 from harness.check.compare_plans import RUNTIME_FILTERS_SINCE
+from harness.observe.runtime_filters import in_subquery_filters
 from harness.core.options import deployment
 from harness.core.records import (
     NOT_CHECKABLE,
@@ -92,9 +93,9 @@ def _plan_view(plans, plan, case: Case, table_names: dict | None, final: bool = 
     read_subqueries = getattr(plans, "subquery_joins", None)  # the JVM's plans only (not Connect's printed ones)
     if read_subqueries is not None:
         view.subqueries = read_subqueries(plan, table_names)
-    read_filters = getattr(plans, "runtime_filters", None)
+    read_filters = getattr(plans, "runtime_filters", None)  # bloom filters: the JVM's plans only
     if read_filters is not None:
-        view.runtime_filters = read_filters(plan, table_names, final=final)
+        view.runtime_filters = read_filters(plan, table_names, final=final) + in_subquery_filters(view.joins)
     if _wants_operators(case):
         view.operators = plans.operator_counts(plan)
     return view
@@ -375,6 +376,7 @@ def capture(session: Session, case: Case, execute: bool, collect_rows: bool) -> 
                 observed.error = SparkError("JvmDied", died) if died else describe_error(exc)
         observed.warnings = scope.warnings()
         observed.undefined_conf = list(scope.undefined) or None
+        observed.removed_conf = dict(scope.removed) or None
     if session.unavailable and observed.unavailable is None:  # a stream, or a case cut short
         observed.unavailable = list(session.unavailable)
     return observed, plan_objects

@@ -111,6 +111,7 @@ class Observation:
     final_not_applicable: Optional[str] = None   # why a case has no final plan by design
     unavailable: Optional[list] = None   # what the deployment could not observe (Spark Connect)
     undefined_conf: Optional[list] = None  # configs of the case this Spark does not declare (not set)
+    removed_conf: Optional[dict] = None  # of those, the ones a release removed: key → that release
     cost: Optional[dict] = None   # what the top join cost when it ran (harness.observe.cost)
     # Under a native engine: Spark's own answer to the same query, the engine off
     # ({"rows", "checksum", "source"}): a native answer that differs is a wrong answer.
@@ -144,6 +145,7 @@ class Observation:
                    stream_batches=data.get("stream_batches"), stream_steps=data.get("stream_steps"),
                    final_not_applicable=data.get("final_not_applicable"),
                    unavailable=data.get("unavailable"), undefined_conf=data.get("undefined_conf"),
+                   removed_conf=data.get("removed_conf"),
                    cost=data.get("cost"), engine_reference=data.get("engine_reference"),
                    reference=data.get("reference"), columns=data.get("columns"),
                    output_change=data.get("output_change"))
@@ -156,7 +158,7 @@ class Observation:
             "error": self.error.to_json() if self.error is not None else None, "conf": self.conf,
             "timings": self.timings}
         for key in ("join_conf", "warnings", "result_rows", "stream_batches", "stream_steps", "final_not_applicable",
-                    "unavailable", "undefined_conf", "cost", "engine_reference", "reference", "columns",
+                    "unavailable", "undefined_conf", "removed_conf", "cost", "engine_reference", "reference", "columns",
                     "output_change"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)

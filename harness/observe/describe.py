@@ -167,7 +167,8 @@ def why_lines(record: dict) -> list[str]:
     if observed.get("unavailable"):
         lines.append(unavailable_words(observed["unavailable"]))
     if observed.get("undefined_conf"):
-        lines.append(undefined_conf_words(observed["undefined_conf"], (record.get("versions") or {}).get("spark", "?")))
+        lines.append(undefined_conf_words(observed["undefined_conf"], (record.get("versions") or {}).get("spark", "?"),
+                                          observed.get("removed_conf")))
     return lines
 
 
@@ -293,9 +294,15 @@ def _spj_settings(join_conf: dict, keys: tuple) -> str:
     return "; ".join(words)
 
 
-def undefined_conf_words(keys: list, spark: str) -> str:
-    """Configs of a case that this Spark does not declare (the case ran without them)."""
-    return f"not defined on Spark {spark}: no effect: " + ", ".join(keys)
+def undefined_conf_words(keys: list, spark: str, removed: dict | None = None) -> str:
+    """Configs of a case that this Spark does not declare (the case ran without them): a
+    config a release removed is said so (Spark raises where it is set), the rest never
+    existed here."""
+    removed = removed or {}
+    gone = [f"{key} (removed in {removed[key]})" for key in keys if key in removed]
+    never = [key for key in keys if key not in removed]
+    return "; ".join(([f"removed on Spark {spark}, not set: " + ", ".join(gone)] if gone else []) +
+                     ([f"not defined on Spark {spark}: no effect: " + ", ".join(never)] if never else []))
 
 
 def unavailable_words(unavailable: list) -> str:

@@ -134,7 +134,8 @@ def _detail(record: dict, folder: str) -> dict:
         "conf": observed.get("conf") or {},
         "expected": expectation_words(record.get("expected")),
         "warnings": (observed.get("warnings") or [])[:5],
-        "undefined_conf": undefined_conf_words(observed["undefined_conf"], record["versions"]["spark"])
+        "undefined_conf": undefined_conf_words(observed["undefined_conf"], record["versions"]["spark"],
+                                               observed.get("removed_conf"))
         if observed.get("undefined_conf") else "",
         "error": f"{observed['error']['class']}: {observed['error']['message'][:400]}" if observed.get("error") else "",
         "prediction": (record.get("model") or {}).get("explanation", ""),

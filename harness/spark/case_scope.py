@@ -33,6 +33,7 @@ class CaseScope:
         self.spark = session.spark
         self.saved: dict[str, str | None] = {}
         self.undefined: list[str] = []  # configs this Spark does not declare: not set
+        self.removed: dict[str, str] = {}  # of those, the ones it says a release removed: key → release
         self.views: list[str] = []
         self.cached: list = []   # frames this case cached
         self.group = f"case-{uuid.uuid4().hex[:12]}"
@@ -115,6 +116,9 @@ class CaseScope:
             # were Spark to read it by prefix, something no registry vetted), so it is not set
             if key not in self.undefined:
                 self.undefined.append(key)
+                removed = conf_registry.removed_in(self.spark, key)
+                if removed:
+                    self.removed[key] = removed
             return
         if key not in self.saved:
             self.saved[key] = self.session._snapshot(key)

@@ -280,6 +280,18 @@ def declared_here(spark, key: str) -> bool:
     return registry is None or confs.is_iceberg_conf(key) or registry.declared(key) is not None
 
 
+def removed_in(spark, key: str) -> str | None:
+    """The release that removed `key` where this Spark says so (SQLConf's removed configs:
+    setting one to another value than its last default raises), else None."""
+    if registry_of(spark) is None:
+        return None
+    try:
+        found = spark._jvm.org.apache.spark.sql.internal.SQLConf.removedSQLConfigs().get(key)
+        return str(found.get().version()) if found.isDefined() else None
+    except Exception:  # a release without the map
+        return None
+
+
 # A number as a scenario may write it for a config whose converter is not at hand: 8192,
 # 0.5, 64m, 30s (the converter of the engine's version that declares it decides there).
 NUMBER_TEXT = re.compile(r"^\d+(?:\.\d+)?\s*[A-Za-z]{0,3}$")
