@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from harness.core.text import bytes_text
 from harness.core.vocab import COST_SIZES, SPJ_CONFS, describe_join
+from harness.observe.runtime_filters import FILTER_WORDS, runtime_filter_words
 
 THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
 PLAN_WORDS = {"initial": "", "final": "final plan", "both": "initial and final plan"}
@@ -52,6 +53,10 @@ def expectation_words(expected: dict | None) -> str:
     for want in expected.get("dynamic_pruning") or []:
         parts.append(f"{want['table']} {'' if want['pruned'] else 'not '}dynamically pruned" +
                      {True: " on the join's broadcast", False: " by a subquery of its own"}.get(want.get("reuses_broadcast"), ""))
+    for want in expected.get("runtime_filters") or []:
+        parts.append(f"no runtime filter on {want['table']}" if want["filter"] == "none" else
+                     f"{FILTER_WORDS[want['filter']]} on {want['table']}" +
+                     (f" built from {want['from']}" if "from" in want else ""))
     if expected.get("batches"):
         parts.append(f"per-batch expectations on {sum(1 for b in expected['batches'] if b)} of "
                      f"{len(expected['batches'])} stream steps")
@@ -155,6 +160,7 @@ def why_lines(record: dict) -> list[str]:
     if shuffles:
         lines.append(shuffles)
     lines += subquery_lines(observed)
+    lines += runtime_filter_lines(observed)
     lines += engine_lines(observed)
     lines += stream_step_lines(observed)
     conf = observed.get("conf") or {}
@@ -170,6 +176,15 @@ def why_lines(record: dict) -> list[str]:
         lines.append(undefined_conf_words(observed["undefined_conf"], (record.get("versions") or {}).get("spark", "?"),
                                           observed.get("removed_conf")))
     return lines
+
+
+def runtime_filter_lines(observed: dict) -> list[str]:
+    """The runtime filters of the plan Spark chose (the final plan's where it ran: whether
+    each subquery ran shows there); nothing where it has none or none was read."""
+    view = observed.get("final") if (observed.get("final") or {}).get("runtime_filters") is not None \
+        else observed.get("initial") or {}
+    found = view.get("runtime_filters")
+    return ["runtime filters: " + "; ".join(runtime_filter_words(f) for f in found)] if found else []
 
 
 def subquery_lines(observed: dict, limit: int = 5) -> list[str]:

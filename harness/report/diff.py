@@ -2,7 +2,7 @@
 
 `python -m harness diff 3.5.7 4.3.0` reads reports/<version>/results.json for both and
 prints every case whose strategy or build side (initial plan, or the plan that ran: the
-final adaptive plan or a static plan), adaptivity, join condition's shape, rows/checksum,
+final adaptive plan or a static plan), runtime filters, adaptivity, join condition's shape, rows/checksum,
 error or hint warnings differ, or whose top join cost moved beyond a threshold (bytes
 shuffled or broadcast, spill, peak memory, records, partitions: ±20 % and, for sizes, at
 least 64 KiB by default), grouped by kind of change. A case that timed out or whose
@@ -17,15 +17,16 @@ from typing import NamedTuple
 
 from harness.core.records import NOT_AVAILABLE, NOT_CHECKABLE, NOT_RUN, UNAVAILABLE
 from harness.core.vocab import COST_SIDE_FIELDS, COST_SIZES, describe_join, join_type_name
+from harness.observe.runtime_filters import runtime_filter_words
 from harness.report.version_report import top_join, version_dir
 
 # Not a change: something one side's deployment could not see (Spark Connect).
 UNSEEN = "unavailable"
 
 KINDS = ("not comparable", "known bug", "strategy", "build side", "join order", "join type", "subqueries", "adaptive",
-         "condition", "result", "error", "warnings", "estimates", "cost", "status", "only in one version", UNSEEN)
+         "runtime filter", "condition", "result", "error", "warnings", "estimates", "cost", "status", "only in one version", UNSEEN)
 # The kinds a change of plan shows in: a case with one of them gets its join nodes side by side.
-PLAN_KINDS = ("strategy", "build side", "join order", "join type", "subqueries")
+PLAN_KINDS = ("strategy", "build side", "join order", "join type", "subqueries", "runtime filter")
 NOT_COMPARABLE = {"timeout": "timed out", "WorkerLost": "its worker process was lost",
                   NOT_AVAILABLE: "needs a package or an engine jar that is not available"}
 
@@ -194,6 +195,8 @@ class Face(NamedTuple):
     nodes: tuple = ()
     # per join of the optimized plan: (left size, left rows, right size, right rows); None unread
     estimates: tuple | None = None
+    # the initial plan's runtime filters: (kind, table, key, creation tables) each; None unread
+    runtime_filters: tuple | None = None
 
 
 def _subquery_joins(record: dict) -> tuple | None:
@@ -222,7 +225,39 @@ def face(record: dict) -> Face:
                 warnings_unseen="warnings" in (observed.get("unavailable") or []),
                 bug_id=(record.get("bug") or {}).get("id", ""), cost=_cost_figures(observed.get("cost")),
                 subqueries=_subquery_joins(record), nodes=_nodes(record),
-                estimates=_estimates(observed.get("estimates")))
+                estimates=_estimates(observed.get("estimates")), runtime_filters=_runtime_filters(record))
+
+
+def _runtime_filters(record: dict) -> tuple | None:
+    found = (record["observed"].get("initial") or {}).get("runtime_filters")
+    if found is None:  # not read: through Connect, or by a release of the harness before they were
+        return None
+    return tuple(sorted((f["kind"], f.get("table") or "", f.get("key") or "", tuple(f.get("creation") or []))
+                        for f in found))
+
+
+def _filter_words(found: tuple) -> str:
+    kind, table, key, creation = found
+    return runtime_filter_words({"kind": kind, "table": table or None, "key": key or None, "creation": list(creation)})
+
+
+def _runtime_filter_changes(old: tuple, new: tuple) -> list[tuple[str, str]]:
+    """Per filtered table (the application side): a filter that appeared, disappeared, or
+    changed kind, key or creation side."""
+    changes = []
+    for table in sorted({f[1] for f in old} | {f[1] for f in new}):
+        before = [f for f in old if f[1] == table]
+        after = [f for f in new if f[1] == table]
+        if before == after:
+            continue
+        if not before:
+            changes.append(("runtime filter", "initial: appeared: " + "; ".join(map(_filter_words, after))))
+        elif not after:
+            changes.append(("runtime filter", "initial: disappeared: " + "; ".join(map(_filter_words, before))))
+        else:
+            changes.append(("runtime filter", "initial: " + "; ".join(map(_filter_words, before)) + " → " +
+                            "; ".join(map(_filter_words, after))))
+    return changes
 
 
 def _nodes(record: dict) -> tuple:
@@ -289,6 +324,8 @@ def face_changes(old: Face, new: Face, threshold: CostThreshold = CostThreshold(
     if None not in (old.subqueries, new.subqueries) and old.subqueries != new.subqueries:
         changes.append(("subqueries", f"initial: {_describe_subqueries(old.subqueries)} → "
                                       f"{_describe_subqueries(new.subqueries)}"))
+    if None not in (old.runtime_filters, new.runtime_filters) and old.runtime_filters != new.runtime_filters:
+        changes += _runtime_filter_changes(old.runtime_filters, new.runtime_filters)
     if old.adaptive != new.adaptive:
         words = {True: "adaptive (AQE may re-plan at run time)", False: "static"}
         changes.append(("adaptive", f"{words[old.adaptive]} → {words[new.adaptive]}"))
