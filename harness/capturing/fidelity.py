@@ -19,6 +19,7 @@ from pathlib import Path
 from harness.capturing.relations import RELATION_KINDS, relation_key
 from harness.core.text import one_line, quoted_identifier
 from harness.observe import jvm_plans
+from harness.observe.runtime_filters import in_subquery_filters, runtime_filter_words
 from harness.scenario.tables import is_iceberg, is_stats_only
 from harness.spark.formats import iceberg
 from harness.spark.formats import format_of
@@ -33,10 +34,13 @@ def plan_shape(frame, names: dict) -> dict:
     scenario names of the tables below it. `names`: a table's name in the catalog (lower
     case) → its scenario name."""
     plan = jvm_plans.current_plan(checksum_frame(frame))
+    nodes = jvm_plans.join_nodes(plan, names)
     joins = [(j.strategy, j.build_side, j.tables, j.shuffles,
               {side: [scan["pruning"] for scan in scans] for side, scans in (j.scans or {}).items()})
-             for j in jvm_plans.join_nodes(plan, names)]
-    return {"joins": joins, "estimates": _estimates(frame, names)}
+             for j in nodes]
+    filters = jvm_plans.runtime_filters(plan, names) + in_subquery_filters([j.to_dict() for j in nodes])
+    return {"joins": joins, "estimates": _estimates(frame, names), "runtime_filters": sorted(map(runtime_filter_words,
+                                                                                                 filters))}
 
 
 def _estimates(frame, names: dict) -> list[dict]:
@@ -89,6 +93,9 @@ def differences(real: dict, replayed: dict) -> list[str]:
         for i, (want, got) in enumerate(zip(real["joins"], replayed["joins"]), 1):
             if want != got:
                 out.append(f"join {i} ({', '.join(want[2] or [])}): real {_node(want)}, replay {_node(got)}")
+    if real.get("runtime_filters", []) != replayed.get("runtime_filters", []):
+        out.append(f"runtime filters: real {'; '.join(real.get('runtime_filters') or []) or 'none'}, "
+                   f"replay {'; '.join(replayed.get('runtime_filters') or []) or 'none'}")
     for i, (want, got) in enumerate(zip(real["estimates"], replayed["estimates"]), 1):
         for side in ("left", "right"):
             a, b = want[side], got[side]

@@ -31,6 +31,7 @@ from harness.core.files import atomic_write_text
 from harness.core.text import one_line
 from harness.core.vocab import written_join_node
 from harness.observe import jvm_plans
+from harness.observe.runtime_filters import in_subquery_filters
 from harness.scenario import confs
 from harness.spark import conf_registry, py4j_acks
 from harness.spark.query import checksum_frame
@@ -367,6 +368,7 @@ def _scenario(spark, frame, tables, sql, scenario_id, where, written) -> dict:
         expect["joins"] = [written_join_node(j) for j in joins]
         expect.update(_layout_expectations(joins[0], tables))
         expect.update(_pruning_expectations(joins[0], tables))
+        expect.update(_runtime_filter_expectations(plan, names, joins))
     else:
         expect["strategy"] = "none"
     expect["columns"] = [[f.name, f.dataType.simpleString()] for f in written.schema.fields]
@@ -399,6 +401,21 @@ def _pruning_expectations(top: dict, tables: list) -> dict:
             out.append({"table": scan["table"], "pruned": pruned,
                         **({"reuses_broadcast": scan["pruning"] == "broadcast"} if pruned else {})})
     return {"dynamic_pruning": out} if out else {}
+
+
+def _runtime_filter_expectations(plan, names: dict, joins: list) -> dict:
+    """The runtime filters Spark planned, each on the table it filters and from the table
+    it is built from (the fidelity self-check compares every one, none planned included)."""
+    found = jvm_plans.runtime_filters(plan, names) + in_subquery_filters(joins)
+    out = []
+    for item in found:
+        if not item.get("table") or any(w["table"] == item["table"] for w in out):
+            continue
+        want = {"table": item["table"], "filter": item["kind"]}
+        if len(item.get("creation") or []) == 1:
+            want["from"] = item["creation"][0]
+        out.append(want)
+    return {"runtime_filters": out} if out else {}
 
 
 def _layout_expectations(top: dict, tables: list) -> dict:

@@ -569,3 +569,28 @@ def test_a_name_two_databases_give_their_tables_stays_apart_in_a_shared_catalog(
         assert "other_item" in yaml.safe_load(path.read_text())["join"]["sql"]
     finally:
         warehouse.sql("DROP TABLE IF EXISTS other.item")
+
+
+def test_a_runtime_filter_is_captured_and_the_replay_plans_it_again(session, warehouse, tmp_path):
+    """A bloom filter on the fact's scan built from the filtered item table: the file says
+    so (`expect.runtime_filters`), and the self-check compares the replay's filters."""
+    from harness.core.vocab import spark_version
+    if spark_version(session.versions["spark"]) < spark_version("3.3.0"):
+        pytest.skip("no runtime filters before Spark 3.3.0")
+    query = "SELECT s.amount, i.name FROM prod.sales s JOIN prod.item i ON s.item_id = i.id WHERE i.price = 7"
+    keys = {"spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.optimizer.runtime.bloomFilter.enabled": "true",
+            "spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold": "1024"}
+    for key, value in keys.items():
+        warehouse.conf.set(key, value)
+    try:
+        path = capture(query, tmp_path / "bloom.yaml", source="bloom.sql")
+    finally:
+        for key in keys:
+            warehouse.conf.unset(key)
+    text = path.read_text()
+    assert "WARNING" not in text  # the self-check found the replay's filters the real query's
+    data = yaml.safe_load(text)
+    assert data["expect"]["runtime_filters"] == [{"table": "sales", "filter": "bloom_filter", "from": "item"}]
+    record, _, _ = replayed_plan(session, path)
+    assert record.status == "passed", record.message
+    assert [f["table"] for f in record.observed.initial.runtime_filters] == ["sales"]

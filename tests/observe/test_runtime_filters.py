@@ -125,3 +125,11 @@ def test_a_config_a_release_removed_is_said_so(session, write_scenario):
 def test_filter_words():
     assert runtime_filter_words({**BLOOM, "ran": False}) == \
         "a bloom filter on sales.customer built from customers.customer (its subquery did not run)"
+
+
+def test_the_capture_self_check_compares_runtime_filters():
+    from harness.capturing.fidelity import differences
+    real = {"joins": [], "estimates": [], "runtime_filters": [runtime_filter_words(BLOOM)]}
+    assert differences(real, {**real, "runtime_filters": []}) == [
+        "runtime filters: real a bloom filter on sales.customer built from customers.customer, replay none"]
+    assert differences(real, real) == []
