@@ -93,9 +93,8 @@ def _plan_view(plans, plan, case: Case, table_names: dict | None, final: bool = 
     read_subqueries = getattr(plans, "subquery_joins", None)  # the JVM's plans only (not Connect's printed ones)
     if read_subqueries is not None:
         view.subqueries = read_subqueries(plan, table_names)
-    read_filters = getattr(plans, "runtime_filters", None)  # bloom filters: the JVM's plans only
-    if read_filters is not None:
-        view.runtime_filters = read_filters(plan, table_names, final=final) + in_subquery_filters(view.joins)
+    blooms = plans.runtime_filters(plan, table_names, final=final)  # None: not read (a plan rebuilt from metrics)
+    view.runtime_filters = None if blooms is None else blooms + in_subquery_filters(view.joins)
     if _wants_operators(case):
         view.operators = plans.operator_counts(plan)
     return view

@@ -239,6 +239,46 @@ def _printed_pruning(scan: dict) -> str:
 ADAPTIVE_ONLY_IN_BROADCAST = re.compile(r"SubqueryAdaptiveBroadcast \S+, (?:\[[^\]]*\]|\d+), (true|false)\b")
 
 
+MIGHT_CONTAIN_KEY = re.compile(r"might_contain\(.*?xxhash64\(([A-Za-z_]\w*)#\d+")
+BLOOM_KEY = re.compile(r"bloom_filter_agg\(xxhash64\(([A-Za-z_]\w*)#\d+")
+
+
+def runtime_filters(plan: PrintedPlan, table_names: dict | None = None, final: bool = False) -> list[dict] | None:
+    """The bloom filters of a printed plan, as harness.observe.jvm_plans.runtime_filters
+    reads them: a Filter whose condition holds `might_contain(...)`, the scan below it, and
+    the scans and key of the subquery printed under it. None for a final plan rebuilt
+    from metrics (no arguments: not read)."""
+    if plan.final:
+        return None
+    found = []
+    for node in _walk(plan.root):
+        key = MIGHT_CONTAIN_KEY.search(node["text"]) if _operator(node) == "Filter" else None
+        if key is None:
+            continue
+        subqueries = [child for child in node["children"] if _operator(child).startswith("Subquery")]
+        below = [child for child in node["children"] if child not in subqueries]
+        applied = next((scan["table"] for child in below for scan in _scans_below(child, table_names)), None)
+        creation, creation_key = set(), None
+        for subquery in subqueries:
+            for inner in _all_nodes(subquery):
+                match = SCAN_TABLE.match(inner["text"])
+                if match:
+                    creation.add((table_names or {}).get(match.group(1), match.group(1)))
+                agg = BLOOM_KEY.search(inner["text"])
+                creation_key = creation_key or (agg.group(1) if agg else None)
+        found.append({"kind": "bloom_filter", "table": applied, "key": key.group(1), "creation": sorted(creation),
+                      "creation_key": creation_key})
+    return found
+
+
+def _all_nodes(root: dict):
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node["children"]))
+
+
 def _tables_below(node: dict, table_names: dict) -> set:
     tables = set()
     for below in _walk(node):

@@ -133,3 +133,38 @@ def test_the_capture_self_check_compares_runtime_filters():
     assert differences(real, {**real, "runtime_filters": []}) == [
         "runtime filters: real a bloom filter on sales.customer built from customers.customer, replay none"]
     assert differences(real, real) == []
+
+
+# Spark 3.5.9's `explain` (simple) of a bloom filter, as Spark Connect's server prints it.
+PRINTED = """\
+AdaptiveSparkPlan isFinalPlan=false
++- HashAggregate(keys=[], functions=[count(1), sum(cast(xxhash64(c0#60, c1#61, 42) as decimal(38,0)))], output=[rows#64L, hash_sum#65])
+   +- Exchange SinglePartition, ENSURE_REQUIREMENTS, [plan_id=99]
+      +- HashAggregate(keys=[], functions=[partial_count(1), partial_sum(cast(xxhash64(c0#60, c1#61, 42) as decimal(38,0)))], output=[count#76L, sum#77, isEmpty#78])
+         +- Project [amount#43 AS c0#60, region#53 AS c1#61]
+            +- SortMergeJoin [customer#42L], [customer#52L], Inner
+               :- Sort [customer#42L ASC NULLS FIRST], false, 0
+               :  +- Exchange hashpartitioning(customer#42L, 200), ENSURE_REQUIREMENTS, [plan_id=91]
+               :     +- Filter (isnotnull(customer#42L) AND might_contain(Subquery subquery#72, [id=#78], xxhash64(customer#42L, 42)))
+               :        :  +- Subquery subquery#72, [id=#78]
+               :        :     +- AdaptiveSparkPlan isFinalPlan=false
+               :        :        +- ObjectHashAggregate(keys=[], functions=[bloom_filter_agg(xxhash64(customer#52L, 42), 1000000, 8388608, 0, 0)], output=[bloomFilter#71])
+               :        :           +- Exchange SinglePartition, ENSURE_REQUIREMENTS, [plan_id=76]
+               :        :              +- ObjectHashAggregate(keys=[], functions=[partial_bloom_filter_agg(xxhash64(customer#52L, 42), 1000000, 8388608, 0, 0)], output=[buf#80])
+               :        :                 +- Project [customer#52L]
+               :        :                    +- Filter ((isnotnull(region#53) AND (region#53 = EU)) AND isnotnull(customer#52L))
+               :        :                       +- FileScan parquet spark_catalog.default.customers[customer#52L,region#53] Batched: true, DataFilters: [isnotnull(region#53), (region#53 = EU), isnotnull(customer#52L)], Format: Parquet, PartitionFilters: [], PushedFilters: [IsNotNull(region), EqualTo(region,EU), IsNotNull(customer)], ReadSchema: struct<customer:bigint,region:string>
+               :        +- FileScan parquet spark_catalog.default.sales[customer#42L,amount#43] Batched: true, DataFilters: [isnotnull(customer#42L)], Format: Parquet, PartitionFilters: [], PushedFilters: [IsNotNull(customer)], ReadSchema: struct<customer:bigint,amount:double>
+               +- Sort [customer#52L ASC NULLS FIRST], false, 0
+                  +- Exchange hashpartitioning(customer#52L, 200), ENSURE_REQUIREMENTS, [plan_id=92]
+                     +- Filter ((isnotnull(region#53) AND (region#53 = EU)) AND isnotnull(customer#52L))
+                        +- FileScan parquet spark_catalog.default.customers[customer#52L,region#53] Batched: true, DataFilters: [isnotnull(region#53), (region#53 = EU), isnotnull(customer#52L)], Format: Parquet, PartitionFilters: [], PushedFilters: [IsNotNull(region), EqualTo(region,EU), IsNotNull(customer)], ReadSchema: struct<customer:bigint,region:string>
+
+"""
+
+
+def test_a_bloom_filter_is_read_from_a_printed_plan_too():
+    from harness.observe import printed_plans
+    plan = printed_plans.PrintedPlan(text=PRINTED)
+    assert printed_plans.runtime_filters(plan) == [BLOOM]
+    assert printed_plans.runtime_filters(printed_plans.PrintedPlan(text="", final=True)) is None  # metrics only
