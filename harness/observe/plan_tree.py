@@ -43,8 +43,14 @@ def join_of(name: str, text: str) -> dict | None:
     return {"strategy": name, "build_side": build.group(1).lower() if build else "none"}
 
 
+# A Filter that holds a runtime bloom filter (InjectRuntimeFilter) is drawn as one.
+BLOOM_FILTER_NAME = "Filter: bloom filter"
+
+
 def _node(text: str) -> dict:
     name = operator_name(text)
+    if name == "Filter" and "might_contain(" in text:
+        name = BLOOM_FILTER_NAME
     node = {"name": name, "text": text.strip()[:TOOLTIP_CHARS], "children": []}
     join = join_of(name, text)
     if join:

@@ -190,6 +190,7 @@ def render_html(results: dict, drawings: PlanPictures | None = None, drawn: dict
         cost_brief,
         cost_words,
         expectation_words,
+        runtime_filter_lines,
         shuffle_words,
         unavailable_words,
         undefined_conf_words,
@@ -202,6 +203,7 @@ def render_html(results: dict, drawings: PlanPictures | None = None, drawn: dict
     env.globals["expectation_words"] = expectation_words
     env.globals["unavailable_words"] = unavailable_words
     env.globals["shuffle_words"] = shuffle_words
+    env.globals["runtime_filter_lines"] = runtime_filter_lines
     env.globals["cost_words"] = cost_words
     env.globals["cost_brief"] = cost_brief
     env.globals["undefined_conf_words"] = undefined_conf_words

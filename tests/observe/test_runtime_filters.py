@@ -168,3 +168,12 @@ def test_a_bloom_filter_is_read_from_a_printed_plan_too():
     plan = printed_plans.PrintedPlan(text=PRINTED)
     assert printed_plans.runtime_filters(plan) == [BLOOM]
     assert printed_plans.runtime_filters(printed_plans.PrintedPlan(text="", final=True)) is None  # metrics only
+
+
+def test_the_plan_picture_draws_a_bloom_filter_as_one():
+    from harness.observe.plan_tree import BLOOM_FILTER_NAME, parse
+
+    def names(node):
+        return [node["name"]] + [n for child in node["children"] for n in names(child)]
+    drawn = names(next(iter(parse(PRINTED).values())))
+    assert drawn.count(BLOOM_FILTER_NAME) == 1 and drawn.count("Filter") == 2
