@@ -24,7 +24,7 @@ from harness.core.records import (
     SparkError,
 )
 from harness.core.text import display_path, one_line, printable
-from harness.core.vocab import NESTED_LOOP_OPERATORS, SPJ_CONFS
+from harness.core.vocab import NESTED_LOOP_OPERATORS, RUNTIME_FILTER_CONFS, SPJ_CONFS
 from harness.check.answers import absolute_conf, answer_columns, reference_answer
 from harness.observe import jvm_plans, model, printed_plans
 from harness.scenario import confs
@@ -319,11 +319,12 @@ def _execute(session: Session, frame, plan, shareable: bool) -> tuple[executions
 
 
 def _join_conf(session: Session, case: Case, case_conf: dict) -> dict:
-    """The values of every config the join-selection model reads (and, over Iceberg
-    tables, those a storage-partitioned join depends on), as Spark reports them: the
+    """The values of every config the join-selection model reads, those runtime filters
+    depend on (and, over Iceberg tables, those a storage-partitioned join depends on), as
+    Spark reports them: the
     case's own from Spark, the rest are the session's defaults (read once). None: the
     version does not declare it (or, for Iceberg's own, it is unset)."""
-    keys = model.CONF_KEYS + (SPJ_CONFS if uses_iceberg(case.scenario.data) else ())
+    keys = model.CONF_KEYS + RUNTIME_FILTER_CONFS + (SPJ_CONFS if uses_iceberg(case.scenario.data) else ())
     return {key: session.conf_value(key) if key in case_conf else session.default_conf_value(key) for key in keys}
 
 

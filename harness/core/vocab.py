@@ -130,6 +130,15 @@ SPJ_CONFS = (V2_BUCKETING, PRESERVE_GROUPING, "spark.sql.sources.v2.bucketing.pu
              "spark.sql.sources.v2.bucketing.allowJoinKeysSubsetOfPartitionKeys.enabled",
              "spark.sql.sources.v2.bucketing.shuffle.enabled")
 
+# The configs InjectRuntimeFilter reads (3.3+; the semi-join reduction's removed in 4.0.0):
+# recorded with every case, so a case without a filter says which of them ruled it out.
+BLOOM_ENABLED = "spark.sql.optimizer.runtime.bloomFilter.enabled"
+APPLICATION_SIDE_THRESHOLD = "spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold"
+CREATION_SIDE_THRESHOLD = "spark.sql.optimizer.runtime.bloomFilter.creationSideThreshold"
+RUNTIME_FILTER_CONFS = (BLOOM_ENABLED, APPLICATION_SIDE_THRESHOLD, CREATION_SIDE_THRESHOLD,
+                        "spark.sql.optimizer.runtimeFilter.number.threshold",
+                        "spark.sql.optimizer.runtimeFilter.semiJoinReduction.enabled")
+
 # `expect: {cost: …}` (harness.observe.cost): the fields that are sizes (bytes, or text
 # such as `2 MiB`), and those measured per side of the top join.
 COST_SIZES = ("shuffle_bytes", "broadcast_bytes", "spill_bytes", "peak_memory")

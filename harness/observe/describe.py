@@ -5,7 +5,15 @@ broadcast threshold, the case's configs, Spark's warnings)."""
 from __future__ import annotations
 
 from harness.core.text import bytes_text
-from harness.core.vocab import COST_SIZES, SPJ_CONFS, describe_join
+from harness.core.vocab import (
+    APPLICATION_SIDE_THRESHOLD,
+    BLOOM_ENABLED,
+    COST_SIZES,
+    CREATION_SIDE_THRESHOLD,
+    SPJ_CONFS,
+    describe_join,
+)
+from harness.observe.model import parse_bytes
 from harness.observe.runtime_filters import FILTER_WORDS, runtime_filter_words
 
 THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
@@ -180,11 +188,33 @@ def why_lines(record: dict) -> list[str]:
 
 def runtime_filter_lines(observed: dict) -> list[str]:
     """The runtime filters of the plan Spark chose (the final plan's where it ran: whether
-    each subquery ran shows there); nothing where it has none or none was read."""
+    each subquery ran shows there); where a shuffled top join got none on a release that
+    plans them, the configs that decided it. Nothing where none was read."""
     view = observed.get("final") if (observed.get("final") or {}).get("runtime_filters") is not None \
         else observed.get("initial") or {}
     found = view.get("runtime_filters")
-    return ["runtime filters: " + "; ".join(runtime_filter_words(f) for f in found)] if found else []
+    if found:
+        return ["runtime filters: " + "; ".join(runtime_filter_words(f) for f in found)]
+    join_conf = observed.get("join_conf") or {}
+    top = (view.get("joins") or [None])[0] or {}
+    if found is None or join_conf.get(BLOOM_ENABLED) is None or top.get("strategy") not in SHUFFLED_JOINS:
+        return []
+    if str(join_conf[BLOOM_ENABLED]).lower() != "true":
+        return [f"runtime filters: none (bloom filters off: {BLOOM_ENABLED}={join_conf[BLOOM_ENABLED]})"]
+    return ["runtime filters: none (bloom filters on: a side gets one where the other is a selective filter over a "
+            f"scan of at most {_size_words(join_conf.get(CREATION_SIDE_THRESHOLD))} and its own largest scan is at "
+            f"least {_size_words(join_conf.get(APPLICATION_SIDE_THRESHOLD))})"]
+
+
+SHUFFLED_JOINS = ("SortMergeJoin", "ShuffledHashJoin")
+
+
+def _size_words(value) -> str:
+    """A size config as Spark reports it (`10485760b`, `10GB`), in readable units."""
+    try:
+        return bytes_text(parse_bytes(value)) if value is not None else "unknown"
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def subquery_lines(observed: dict, limit: int = 5) -> list[str]:

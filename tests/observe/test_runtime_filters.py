@@ -60,6 +60,8 @@ def test_a_bloom_filter_is_read_with_its_scan_key_and_creation_side(session, wri
     off = runner.run_case(_case(write_scenario, "false", "{table: sales, filter: bloom_filter}", "b.yaml"), session)
     assert off.status == "failed"
     assert "expected a bloom filter on sales's scan, observed none" in off.message
+    assert "runtime filters: none (bloom filters off: spark.sql.optimizer.runtime.bloomFilter.enabled=false)" in \
+        why_lines(off.to_json())
     none = runner.run_case(_case(write_scenario, "false", "[{table: sales, filter: none}, {table: customers, "
                                                          "filter: none}]", "c.yaml"), session)
     assert none.status == "passed", none.message and none.observed.initial.runtime_filters == []
