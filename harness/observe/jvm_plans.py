@@ -200,6 +200,7 @@ def subquery_joins(physical_plan, table_names: dict | None = None) -> list[dict]
 # The creation side's aggregate of a bloom filter (InjectRuntimeFilter, 3.3+), as every
 # plan's text names it: a plan without it has no bloom filter.
 BLOOM_AGGREGATE = "bloom_filter_agg"
+MIGHT_CONTAIN = "might_contain("  # how the filter's condition prints it: only such a Filter is walked
 SCAN_KINDS = ("Scan ", "BatchScan", "InMemoryTableScan", "HiveTableScan", "LocalTableScan", "Range")
 
 
@@ -218,7 +219,7 @@ def runtime_filters(physical_plan, table_names: dict | None = None, final: bool 
     while stack:
         node = stack.pop()
         kind = _kind(node)
-        if kind == "Filter":
+        if kind == "Filter" and MIGHT_CONTAIN in _safe_str(lambda: node.condition().toString()):
             for might_contain in _expressions_named(_safe_call(node.condition), "BloomFilterMightContain"):
                 found.append(_bloom_filter(node, might_contain, table_names, final))
         stack.extend(reversed(_children(node, kind)))
