@@ -109,12 +109,18 @@ def write_variant(out: Path, record: dict, settings: tuple, number: int) -> Vari
     return Variant(record["case_id"], settings, f"{path}::{case_id}")
 
 
+# A verdict, not a behaviour: a variant run on --bad is judged by --bad's expectations, so
+# one that behaves as --good did fails where --good passed (its file encodes the change).
+VERDICT_ONLY = {"status"}
+
+
 def restores(good: dict, bad: dict, variant: dict | str | None, kind: str) -> str | None:
     """'exactly' / 'yes' when the variant no longer shows `kind` changed from --good (and
-    nothing --bad did not show); None otherwise (or when it did not run: a string, why)."""
+    nothing --bad did not show); None otherwise (or when it did not run: a string, why).
+    A status that differs with nothing else is the expectations' verdict, not a change."""
     if not isinstance(variant, dict) or diff.incomparable(variant):
         return None
-    now = {k for k, _ in diff.case_changes(good, variant)}
+    now = {k for k, _ in diff.case_changes(good, variant)} - VERDICT_ONLY
     if kind in now or not now <= {k for k, _ in diff.case_changes(good, bad)}:
         return None
     return "exactly" if not now else "yes"

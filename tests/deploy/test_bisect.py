@@ -137,6 +137,8 @@ def test_a_setting_restores_a_change_only_when_it_brings_nothing_new():
     assert attribute.restores(good, bad, rec("ShuffledHashJoin"), "strategy") is None
     assert attribute.restores(good, bad, rec("BroadcastHashJoin"), "strategy") is None
     assert attribute.restores(good, bad, rec(status="timeout"), "strategy") is None
+    # behaving as --good did, judged by --bad's expectations: it fails where --good passed
+    assert attribute.restores(good, bad, rec("SortMergeJoin", status="failed"), "strategy") == "exactly"
     assert attribute.restores(good, bad, None, "strategy") is None
 
 
