@@ -18,8 +18,8 @@ from pathlib import Path
 
 from harness.capturing.relations import RELATION_KINDS, relation_key
 from harness.core.text import one_line, quoted_identifier
-from harness.observe import jvm_plans
-from harness.observe.runtime_filters import in_subquery_filters, runtime_filter_words
+from harness.observe import filter_plans, jvm_plans
+from harness.observe.runtime_filters import runtime_filter_words
 from harness.scenario.tables import is_iceberg, is_stats_only
 from harness.spark.formats import iceberg
 from harness.spark.formats import format_of
@@ -38,7 +38,7 @@ def plan_shape(frame, names: dict) -> dict:
     joins = [(j.strategy, j.build_side, j.tables, j.shuffles,
               {side: [scan["pruning"] for scan in scans] for side, scans in (j.scans or {}).items()})
              for j in nodes]
-    filters = jvm_plans.runtime_filters(plan, names) + in_subquery_filters([j.to_dict() for j in nodes])
+    filters = filter_plans.read(plan, [j.to_dict() for j in nodes], names)
     return {"joins": joins, "estimates": _estimates(frame, names), "runtime_filters": sorted(map(runtime_filter_words,
                                                                                                  filters))}
 

@@ -30,8 +30,7 @@ from harness.capturing.frame_sql import PlanSqlError, frame_sql
 from harness.core.files import atomic_write_text
 from harness.core.text import one_line
 from harness.core.vocab import written_join_node
-from harness.observe import jvm_plans
-from harness.observe.runtime_filters import in_subquery_filters
+from harness.observe import filter_plans, jvm_plans
 from harness.scenario import confs
 from harness.spark import conf_registry, py4j_acks
 from harness.spark.query import checksum_frame
@@ -406,7 +405,7 @@ def _pruning_expectations(top: dict, tables: list) -> dict:
 def _runtime_filter_expectations(plan, names: dict, joins: list) -> dict:
     """The runtime filters Spark planned, each on the table it filters and from the table
     it is built from (the fidelity self-check compares every one, none planned included)."""
-    found = jvm_plans.runtime_filters(plan, names) + in_subquery_filters(joins)
+    found = filter_plans.read(plan, joins, names)
     out = []
     for item in found:
         if not item.get("table") or any(w["table"] == item["table"] for w in out):

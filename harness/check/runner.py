@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from harness.check import compare_results, expect
 from harness.check.compare_plans import RUNTIME_FILTERS_SINCE
-from harness.observe.runtime_filters import in_subquery_filters
 from harness.core.options import deployment
 from harness.core.records import (
     NOT_CHECKABLE,
@@ -26,7 +25,7 @@ from harness.core.records import (
 from harness.core.text import display_path, one_line, printable
 from harness.core.vocab import NESTED_LOOP_OPERATORS, RUNTIME_FILTER_CONFS, SPJ_CONFS
 from harness.check.answers import absolute_conf, answer_columns, reference_answer
-from harness.observe import jvm_plans, model, printed_plans
+from harness.observe import filter_plans, jvm_plans, model, printed_plans
 from harness.scenario import confs
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import Case
@@ -93,8 +92,7 @@ def _plan_view(plans, plan, case: Case, table_names: dict | None, final: bool = 
     read_subqueries = getattr(plans, "subquery_joins", None)  # the JVM's plans only (not Connect's printed ones)
     if read_subqueries is not None:
         view.subqueries = read_subqueries(plan, table_names)
-    blooms = plans.runtime_filters(plan, table_names, final=final)  # None: not read (a plan rebuilt from metrics)
-    view.runtime_filters = None if blooms is None else blooms + in_subquery_filters(view.joins)
+    view.runtime_filters = filter_plans.read(plan, view.joins, table_names, final=final)
     if _wants_operators(case):
         view.operators = plans.operator_counts(plan)
     return view
