@@ -38,7 +38,9 @@ def plan_shape(frame, names: dict) -> dict:
     joins = [(j.strategy, j.build_side, j.tables, j.shuffles,
               {side: [scan["pruning"] for scan in scans] for side, scans in (j.scans or {}).items()})
              for j in nodes]
-    filters = filter_plans.read(plan, [j.to_dict() for j in nodes], names)
+    session = getattr(frame, "sparkSession", None) or frame.sql_ctx.sparkSession  # (3.0-3.2: sql_ctx only)
+    semi = filter_plans.semi_join_reduction_on(lambda key: session.conf.get(key, None))
+    filters = filter_plans.read(plan, [j.to_dict() for j in nodes], names, semi_join_reduction=semi)
     return {"joins": joins, "estimates": _estimates(frame, names), "runtime_filters": sorted(map(runtime_filter_words,
                                                                                                  filters))}
 

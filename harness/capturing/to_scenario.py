@@ -367,7 +367,8 @@ def _scenario(spark, frame, tables, sql, scenario_id, where, written) -> dict:
         expect["joins"] = [written_join_node(j) for j in joins]
         expect.update(_layout_expectations(joins[0], tables))
         expect.update(_pruning_expectations(joins[0], tables))
-        expect.update(_runtime_filter_expectations(plan, names, joins))
+        semi = filter_plans.semi_join_reduction_on(lambda key: spark.conf.get(key, None))
+        expect.update(_runtime_filter_expectations(plan, names, joins, semi))
     else:
         expect["strategy"] = "none"
     expect["columns"] = [[f.name, f.dataType.simpleString()] for f in written.schema.fields]
@@ -402,10 +403,10 @@ def _pruning_expectations(top: dict, tables: list) -> dict:
     return {"dynamic_pruning": out} if out else {}
 
 
-def _runtime_filter_expectations(plan, names: dict, joins: list) -> dict:
+def _runtime_filter_expectations(plan, names: dict, joins: list, semi_join_reduction: bool) -> dict:
     """The runtime filters Spark planned, each on the table it filters and from the table
     it is built from (the fidelity self-check compares every one, none planned included)."""
-    found = filter_plans.read(plan, joins, names)
+    found = filter_plans.read(plan, joins, names, semi_join_reduction=semi_join_reduction)
     out = []
     for item in found:
         if not item.get("table") or any(w["table"] == item["table"] for w in out):

@@ -85,14 +85,16 @@ def _wants_operators(case: Case) -> bool:
     return "operators" in case.expect or any("operators" in o for o in case.overrides)
 
 
-def _plan_view(plans, plan, case: Case, table_names: dict | None, final: bool = False) -> PlanView:
+def _plan_view(plans, plan, case: Case, table_names: dict | None, final: bool = False,
+               semi_join_reduction: bool = False) -> PlanView:
     """Join nodes now; the plan's text later (see `_add_plan_texts`). `plans` reads the
     plan as the session's deployment can (harness.observe.jvm_plans, or harness.observe.printed_plans)."""
     view = PlanView(joins=[j.to_dict() for j in plans.join_nodes(plan, table_names)])
     read_subqueries = getattr(plans, "subquery_joins", None)  # the JVM's plans only (not Connect's printed ones)
     if read_subqueries is not None:
         view.subqueries = read_subqueries(plan, table_names)
-    view.runtime_filters = filter_plans.read(plan, view.joins, table_names, final=final)
+    view.runtime_filters = filter_plans.read(plan, view.joins, table_names, final=final,
+                                             semi_join_reduction=semi_join_reduction)
     if _wants_operators(case):
         view.operators = plans.operator_counts(plan)
     return view
@@ -183,7 +185,9 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
     plan_objects = {"initial": plan}
     absolute = absolute_conf(conf)
     table_names = _catalog_names(case, absolute)
-    observed = Observation(adaptive=plans.is_adaptive(plan), initial=_plan_view(plans, plan, case, table_names),
+    semi = filter_plans.semi_join_reduction_on(session.conf_value)
+    observed = Observation(adaptive=plans.is_adaptive(plan),
+                           initial=_plan_view(plans, plan, case, table_names, semi_join_reduction=semi),
                            estimates=plans.join_estimates(frame), conf={k: session.conf_value(k) for k in conf},
                            join_conf=_join_conf(session, case, conf), timings=timings,
                            unavailable=list(session.unavailable) or None)
@@ -218,7 +222,7 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
         final_plan = ran.plan
         if final_plan is not None:
             plan_objects["final"] = final_plan
-            observed.final = _plan_view(plans, final_plan, case, table_names, final=True)
+            observed.final = _plan_view(plans, final_plan, case, table_names, final=True, semi_join_reduction=semi)
             if observed.adaptive:
                 observed.final.runtime = plans.runtime_sides(final_plan)
             observed.cost = ran.cost

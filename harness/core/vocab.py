@@ -135,9 +135,9 @@ SPJ_CONFS = (V2_BUCKETING, PRESERVE_GROUPING, "spark.sql.sources.v2.bucketing.pu
 BLOOM_ENABLED = "spark.sql.optimizer.runtime.bloomFilter.enabled"
 APPLICATION_SIDE_THRESHOLD = "spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold"
 CREATION_SIDE_THRESHOLD = "spark.sql.optimizer.runtime.bloomFilter.creationSideThreshold"
+SEMI_JOIN_REDUCTION = "spark.sql.optimizer.runtimeFilter.semiJoinReduction.enabled"
 RUNTIME_FILTER_CONFS = (BLOOM_ENABLED, APPLICATION_SIDE_THRESHOLD, CREATION_SIDE_THRESHOLD,
-                        "spark.sql.optimizer.runtimeFilter.number.threshold",
-                        "spark.sql.optimizer.runtimeFilter.semiJoinReduction.enabled")
+                        "spark.sql.optimizer.runtimeFilter.number.threshold", SEMI_JOIN_REDUCTION)
 
 # `expect: {cost: …}` (harness.observe.cost): the fields that are sizes (bytes, or text
 # such as `2 MiB`), and those measured per side of the top join.

@@ -4,7 +4,7 @@ Connect: harness.observe.printed_plans), IN-subquery filters from the join nodes
 read. `read` is the one entry: the runner's plan views and capture both use it."""
 from __future__ import annotations
 
-from harness.core.vocab import JOIN_OPERATORS
+from harness.core.vocab import JOIN_OPERATORS, SEMI_JOIN_REDUCTION
 from harness.observe.jvm_plans import (
     SUBQUERY_ID,
     _children,
@@ -22,13 +22,24 @@ from harness.observe.runtime_filters import in_subquery_filters
 from harness.spark import engines
 
 
-def read(plan, joins: list[dict], table_names: dict | None = None, final: bool = False) -> list[dict] | None:
-    """Every runtime filter of a plan — its bloom filters, then the IN-subquery filters
-    among `joins` (its join nodes as dicts); None where the plan's filters cannot be read
-    (a final plan rebuilt from Spark Connect's metrics holds no arguments)."""
+def read(plan, joins: list[dict], table_names: dict | None = None, final: bool = False,
+         semi_join_reduction: bool = False) -> list[dict] | None:
+    """Every runtime filter of a plan — its bloom filters, then, where the session has
+    semi-join reduction on (`semi_join_reduction`: the only way Spark injects one), the
+    IN-subquery filters among `joins` (its join nodes as dicts: a query's own semi join
+    whose key a file named like Spark's alias is never taken for one where it is off);
+    None where the plan's filters cannot be read (a final plan rebuilt from Spark
+    Connect's metrics holds no arguments)."""
     reader = printed_bloom_filters if isinstance(plan, PrintedPlan) else jvm_bloom_filters
     blooms = reader(plan, table_names, final=final)
-    return None if blooms is None else blooms + in_subquery_filters(joins)
+    if blooms is None:
+        return None
+    return blooms + (in_subquery_filters(joins) if semi_join_reduction else [])
+
+
+def semi_join_reduction_on(conf_value) -> bool:
+    """Whether the session injects IN-subquery runtime filters (`conf_value`: key → value)."""
+    return str(conf_value(SEMI_JOIN_REDUCTION)).strip().lower() == "true"
 
 
 # The creation side's aggregate of a bloom filter (InjectRuntimeFilter, 3.3+), as every

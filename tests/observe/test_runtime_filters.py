@@ -179,3 +179,17 @@ def test_the_plan_picture_draws_a_bloom_filter_as_one():
         return [node["name"]] + [n for child in node["children"] for n in names(child)]
     drawn = names(next(iter(parse(PRINTED).values())))
     assert drawn.count(BLOOM_FILTER_NAME) == 1 and drawn.count("Filter") == 2
+
+
+def test_a_semi_join_is_called_a_runtime_filter_only_where_spark_can_inject_one():
+    """A query's own IN subquery whose column a file named like Spark's alias (`x#1`)
+    prints like the injected one: with semi-join reduction off it is no runtime filter."""
+    from harness.observe import filter_plans, printed_plans
+    lookalike = {"strategy": "BroadcastHashJoin", "join_type": "LeftSemi", "left_keys": "List(customer#42L)",
+                 "right_keys": "List(x#1#70)", "scans": {"left": [{"table": "sales"}], "right": [{"table": "customers"}]}}
+    plan = printed_plans.PrintedPlan(text=PRINTED)
+    assert [f["kind"] for f in filter_plans.read(plan, [lookalike])] == ["bloom_filter"]
+    assert [f["kind"] for f in filter_plans.read(plan, [lookalike], semi_join_reduction=True)] == \
+        ["bloom_filter", "in_subquery"]
+    assert filter_plans.semi_join_reduction_on({filter_plans.SEMI_JOIN_REDUCTION: "true"}.get)
+    assert not filter_plans.semi_join_reduction_on({}.get)
