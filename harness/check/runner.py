@@ -185,11 +185,12 @@ def observe_query(session: Session, scope: CaseScope, case: Case, join: dict, co
     plan_objects = {"initial": plan}
     absolute = absolute_conf(conf)
     table_names = _catalog_names(case, absolute)
-    semi = filter_plans.semi_join_reduction_on(session.conf_value)
+    join_conf = _join_conf(session, case, conf)
+    semi = filter_plans.semi_join_reduction_on(join_conf.get)
     observed = Observation(adaptive=plans.is_adaptive(plan),
                            initial=_plan_view(plans, plan, case, table_names, semi_join_reduction=semi),
                            estimates=plans.join_estimates(frame), conf={k: session.conf_value(k) for k in conf},
-                           join_conf=_join_conf(session, case, conf), timings=timings,
+                           join_conf=join_conf, timings=timings,
                            unavailable=list(session.unavailable) or None)
     observed.columns, observed.output_change = answer_columns(query, optimized=session.plan_reader == "jvm")
     if observed.unavailable and observed.initial.joins and not observed.estimates:
@@ -323,9 +324,8 @@ def _execute(session: Session, frame, plan, shareable: bool) -> tuple[executions
 def _join_conf(session: Session, case: Case, case_conf: dict) -> dict:
     """The values of every config the join-selection model reads, those runtime filters
     depend on (and, over Iceberg tables, those a storage-partitioned join depends on), as
-    Spark reports them: the
-    case's own from Spark, the rest are the session's defaults (read once). None: the
-    version does not declare it (or, for Iceberg's own, it is unset)."""
+    Spark reports them: the case's own from Spark, the rest are the session's defaults
+    (read once). None: the version does not declare it (or, for Iceberg's own, it is unset)."""
     keys = model.CONF_KEYS + RUNTIME_FILTER_CONFS + (SPJ_CONFS if uses_iceberg(case.scenario.data) else ())
     return {key: session.conf_value(key) if key in case_conf else session.default_conf_value(key) for key in keys}
 
