@@ -19,7 +19,7 @@ from harness.check import expect
 from harness.core.files import TEMP_MARK
 from harness.core.options import RunOptions
 from harness.core.text import one_line
-from harness.plugin_items import AgreementItem, ScenarioFile, judge_own_share
+from harness.plugin_items import CheckItem, ScenarioFile, judge_own_share
 from harness.plugin_reporter import HarnessReporter
 from harness.plugin_state import OPTIONS, REUSE, REUSED_KEY, flake_runs, previous_durations
 from harness.report import version_report
@@ -58,11 +58,13 @@ def pytest_addoption(parser):
                     help="survey: record what Spark does without checking the cases' expectations "
                          "(cross-strategy result checks still run)")
     group.addoption("--no-agree", action="store_true",
-                    help="leave out the cross-strategy checks (a fast edit loop; the report keeps their last results)")
+                    help="leave out the cross-strategy and partitions checks (a fast edit loop; the report keeps "
+                         "their last results)")
     group.addoption("--reference", choices=("on", "off", "partitions"), default=None,
                     help="answers nobody declared: `on` (default) compares them with an independent engine's "
-                         "(DuckDB) and partitions those it cannot answer (TLP); `partitions` runs only the "
-                         "partitioning oracle, on every cross-strategy check; `off` neither (HARNESS_REFERENCE)")
+                         "(DuckDB) in each case and cross-strategy check, and partitions each file's answer "
+                         "(TLP, an item per file and join type); `partitions` only the partitions items; `off` "
+                         "neither (HARNESS_REFERENCE)")
     group.addoption("--no-reference", action="store_true", help="the same as --reference off")
     group.addoption("--fresh", action="store_true",
                     help="run every case again, whatever the result store holds (the store is refreshed)")
@@ -263,7 +265,7 @@ def _file_of(item) -> str:
 
 
 def _guess_s(item) -> float:
-    return GUESS_S["check" if isinstance(item, AgreementItem) else "case"]
+    return GUESS_S["check" if isinstance(item, CheckItem) else "case"]
 
 
 def _case_id_of(name: str) -> str:
@@ -291,7 +293,7 @@ def pytest_collection_modifyitems(session, config, items):
     """(`--lf`/`--ff` act after this: pytest's cache provider wraps this hook.)
     Longest files first, so that no worker is left with a long file at the end (a
     file's cost: what its items took last time in results.json, or a guess), and each
-    cross-strategy item right after the case it checks: xdist hands out consecutive
+    cross-strategy and partitions item right after the case it checks: xdist hands out consecutive
     items together, so the check's as-written run usually finds that case's answer in
     its worker (harness.spark.executions). Not `--dist loadfile`: a crashed worker's file is
     re-queued whole there, the crashing item included, and the run can hang."""
@@ -306,16 +308,17 @@ def pytest_collection_modifyitems(session, config, items):
     for item in items:
         guess = 0.0 if getattr(item, "case", None) is None else _guess_s(item)
         cost[item.path] = cost.get(item.path, 0.0) + took.get(item.name, guess)
-    checks = {(id(item.case), item.flake_run): item for item in items if isinstance(item, AgreementItem)}
+    checks: dict = {}
+    for item in items:
+        if isinstance(item, CheckItem):
+            checks.setdefault((id(item.case), item.flake_run), []).append(item)
     paired = []
     for item in items:
-        if isinstance(item, AgreementItem):
+        if isinstance(item, CheckItem):
             continue
         paired.append(item)
-        check = checks.pop((id(getattr(item, "case", None)), getattr(item, "flake_run", None)), None)
-        if check is not None:
-            paired.append(check)
-    paired.extend(checks.values())  # (none: each check's case is collected too)
+        paired.extend(checks.pop((id(getattr(item, "case", None)), getattr(item, "flake_run", None)), []))
+    paired.extend(check for pair in checks.values() for check in pair)  # (none: each check's case is collected too)
     # A flake-finder run: the whole selection once, then again: the runs of one item go
     # to whichever worker is free then, not one after another to the same one.
     items[:] = sorted(paired, key=lambda item: (getattr(item, "flake_run", None) or 1, -cost[item.path]))

@@ -1,6 +1,6 @@
 """The pytest items of the adapter: a scenario file collected into one item per case (each
-matrix expansion, and each repetition of a flake-finder run) and one cross-strategy check
-per join type; an item runs its case on this worker's session, or judges a stored
+matrix expansion, and each repetition of a flake-finder run) and, per join type, a
+cross-strategy check and a partitions check (harness.check.file_checks); an item runs its case on this worker's session, or judges a stored
 observation again, and hands its record to the controller."""
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.check.file_checks import AGREEMENT, PARTITIONS, file_checks
+from harness.check.partitions import partitions_id
 from harness.core.text import display_path, one_line
 from harness.plugin_state import (
     FAILING,
@@ -26,7 +28,7 @@ from harness.scenario.errors import ScenarioError
 from harness.scenario.model import expand, load_once
 from harness.spark.session import SessionUnavailable
 from harness.store.results_store import RunStamp
-from harness.store.reuse import AGREEMENT, CASE, Reuse
+from harness.store.reuse import CASE, Reuse
 
 
 # pytest's own marks: a folder or tag of that name would skip, xfail or break every item.
@@ -54,15 +56,15 @@ class ScenarioFile(pytest.File):
         marks = marker_names(scenario)
         for mark in marks:
             self.config.addinivalue_line("markers", f"{mark}: scenario tag")
-        from harness.check.agreement import agreement_id, agreement_representatives
         runs = range(1, flake_runs(self.config) + 1) if flake_runs(self.config) else [None]
         for run in runs:
             for case in cases:
                 yield self._item(ScenarioItem, case.case_id, case, marks, run)
             if self.config.getoption("no_agree"):
                 continue
-            for case in agreement_representatives(cases):
-                yield self._item(AgreementItem, agreement_id(case), case, marks + ["agreement"], run)
+            for kind, case, item_id in file_checks(cases, options_of(self.config).reference):
+                item_class = AgreementItem if kind == AGREEMENT else PartitionsItem
+                yield self._item(item_class, item_id, case, marks + ["agreement"], run)
 
     def _item(self, kind, name: str, case, marks: list, run: int | None):
         """One item; in a flake-finder run, one of its K repetitions (`name@2`)."""
@@ -183,7 +185,7 @@ class CaseFailed(Exception):
 
 def _why(record: dict) -> list[str]:
     from harness.observe.describe import expectation_words, why_lines
-    if record["kind"] == "agreement":
+    if record["kind"] in ("agreement", "partitions"):
         return why_lines(record)
     return [f"expected: {expectation_words(record.get('expected'))}", *why_lines(record)]
 
@@ -203,13 +205,17 @@ class ScenarioItem(pytest.Item):
         from harness.check.runner import run_case
         return run_case(self.case, session)
 
-    def _recall(self, reuse: Reuse):
-        return reuse.recall(self.case, self.kind)
+    def _recall(self, reuse: Reuse | None):
+        return reuse.recall(self.case, self.kind) if reuse is not None else None
+
+    def _keep(self, reuse: Reuse | None, record, session) -> None:
+        if reuse is not None:
+            reuse.keep(self.case, self.kind, record, session)
 
     def runtest(self):
         from harness.spark.session import get_session
         reuse = self.config.stash[REUSE]
-        record = self._recall(reuse) if reuse is not None else None
+        record = self._recall(reuse)
         if record is None:
             session = get_session(options_of(self.config))
             from harness.spark import executions
@@ -219,8 +225,14 @@ class ScenarioItem(pytest.Item):
             session.plain_answers = reuse.plain_answer if reuse is not None else None
             record = self._run(session)
             record.run = self.config._harness_stamp.to_json()
-            if reuse is not None:
-                reuse.keep(self.case, self.kind, record, session)
+            self._keep(reuse, record, session)
+        self._hand_over(record)
+        self._report(record)
+
+    def _hand_over(self, record) -> None:
+        """What a later item of this worker judges from this one's observation (none here)."""
+
+    def _report(self, record) -> None:
         # The edge: the typed record becomes JSON here, and travels to the controller.
         as_json = record.to_json()
         self.user_properties.append((RECORD_KEY, json.dumps(as_json, default=str)))
@@ -253,12 +265,17 @@ class ScenarioItem(pytest.Item):
         return self.path, (self.case.scenario.line_of("id") or 1) - 1, self.name
 
 
-class AgreementItem(ScenarioItem):
+class CheckItem(ScenarioItem):
+    """An item that checks a case's answer beyond the case's own expectations: collected
+    right after that case (harness.plugin)."""
+
+
+class AgreementItem(CheckItem):
     kind = AGREEMENT
 
-    def _recall(self, reuse: Reuse):
+    def _recall(self, reuse: Reuse | None):
         from harness.check.agreement import nothing_to_compare, skipped_record
-        if nothing_to_compare(self.case):  # nothing to compare, nothing to start a session for
+        if nothing_to_compare(self.case) and reuse is not None:  # nothing to compare, no session to start
             record = skipped_record(self.case, reuse.stand_in())
             record.run = self.config._harness_stamp.to_json()
             return record
@@ -267,3 +284,43 @@ class AgreementItem(ScenarioItem):
     def _run(self, session):
         from harness.check.agreement import run_agreement
         return run_agreement(self.case, session)
+
+    def _hand_over(self, record) -> None:
+        """The partitions this check ran, to the file's partitions item (collected right
+        after it, so on this worker as a rule)."""
+        HANDED[(partitions_id(self.case), self.flake_run)] = record
+
+
+# partitions item (id, repetition) → the agreement record of this worker whose partitions it judges
+HANDED: dict = {}
+
+
+class PartitionsItem(CheckItem):
+    """Judges the partitions its file's cross-strategy check ran: handed over on this
+    worker, else from the store (an earlier run's, or this run's from another worker),
+    else that check is run here (and kept, for the check's own item)."""
+    kind = PARTITIONS
+
+    def _recall(self, reuse: Reuse | None):
+        agreement = HANDED.pop((partitions_id(self.case), self.flake_run), None)
+        if agreement is not None:
+            return _partitions_record(self.case, agreement)
+        return reuse.recall_partitions(self.case) if reuse is not None else None
+
+    def _run(self, session):
+        from harness.check.agreement import run_agreement
+        agreement = run_agreement(self.case, session)
+        agreement.run = self.config._harness_stamp.to_json()
+        reuse = self.config.stash[REUSE]
+        if reuse is not None:
+            reuse.keep(self.case, AGREEMENT, agreement, session)
+        return _partitions_record(self.case, agreement)
+
+    def _keep(self, reuse: Reuse | None, record, session) -> None:
+        """Nothing of its own: the check it judges was kept under its own key."""
+
+
+def _partitions_record(case, agreement):
+    """The partitions item's record, judged from an agreement record's observation."""
+    from harness.check.partitions import judged_from_check
+    return judged_from_check(case, agreement)

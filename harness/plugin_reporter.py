@@ -138,7 +138,9 @@ class HarnessReporter:
                 "flips": flakes.declare(flakes.flips(self.flake_runs), self.flake_runs)}
 
     def _add_lost_records(self):
-        from harness.check import agreement, runner
+        from harness.check import runner
+        from harness.check.file_checks import file_checks
+        from harness.check.file_checks import lost_record as lost_check_record
         known = next(iter(self.records.values()), None)
         versions = known["versions"] if known else {"spark": version_report.installed_spark(), "java": "unknown",
                                                     "python": platform.python_version()}
@@ -151,14 +153,14 @@ class HarnessReporter:
             except (ScenarioError, OSError):
                 continue
             by_id = {c.case_id: c for c in cases}
-            checks = {agreement.agreement_id(c): c for c in agreement.agreement_representatives(cases)}
+            checks = {item_id: (kind, c) for kind, c, item_id in file_checks(cases)}
             if name in (self.records if run is None else self.flake_runs.get(name, {})):
                 continue
             why = message if message.startswith(NO_SESSION) else f"worker process lost: {message}"
             if name in by_id:
                 self._keep(runner.lost_record(by_id[name], versions, master, why).to_json(), run)
             elif name in checks:
-                self._keep(agreement.lost_record(checks[name], versions, master, why).to_json(), run)
+                self._keep(lost_check_record(*checks[name], versions, master, why).to_json(), run)
 
     def _reuse_line(self) -> str:
         """How many records were judged from stored observations, and from which runs."""
@@ -178,10 +180,21 @@ class HarnessReporter:
         """The answers against the independent engine: compared, and not compared by why."""
         counts = version_report.reference_counts(list(self.records.values()))
         if not counts["compared"] and not counts["not_compared"]:
-            return []
+            return self._partition_lines()
         engines = ", ".join(counts["engines"])
         lines = [f"join harness: answers against {engines}: {counts['compared']} compared ({counts['agree']} agree, "
                  f"{counts['differ']} differ), {counts['not_compared']} not compared"]
+        lines += [f"  not compared, {why}: {n}" for why, n in counts["by_reason"].items()]
+        return lines + self._partition_lines()
+
+    def _partition_lines(self) -> list[str]:
+        """The partitions items: compared, and not compared by why."""
+        counts = version_report.partition_counts(list(self.records.values()))
+        if not counts["compared"] and not counts["not_compared"] and not counts["not_needed"]:
+            return []
+        lines = [f"join harness: answers partitioned in Spark: {counts['compared']} compared ({counts['add_up']} add "
+                 f"up, {counts['differ']} do not), {counts['not_needed']} not needed (the reference compared), "
+                 f"{counts['not_compared']} not compared"]
         lines += [f"  not compared, {why}: {n}" for why, n in counts["by_reason"].items()]
         return lines
 

@@ -1,4 +1,5 @@
 """The pytest adapter: one-line collection errors per bad file, items per case."""
+import json
 import textwrap
 
 import pytest
@@ -22,7 +23,8 @@ def test_bad_file_fails_alone_with_one_line(pytester, session):
         "dup.yaml": MINIMAL,
     })
     result = pytester.runpytest("scenarios", "--no-report", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2, errors=2)  # the case and its agreement check
+    # the case and its agreement check; its partitions item is not needed (the reference compared)
+    result.assert_outcomes(passed=2, skipped=1, errors=2)
     out = result.stdout.str()
     assert "broken.yaml:14: join.right: unknown table 'nope'" in out
     assert "duplicate id 'minimal'" in out
@@ -35,7 +37,7 @@ def test_scenarios_and_python_tests_run_together(pytester, session):
     make_suite(pytester, {"good.yaml": MINIMAL})
     pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
     result = pytester.runpytest("scenarios", "test_plain.py", "--no-report", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=3, skipped=1)
 
 
 def test_failing_expectation_reads_like_the_rule(pytester, session):
@@ -80,8 +82,16 @@ def test_spark_error_is_one_line(pytester, session):
 def test_reports_written_for_a_run(pytester, session):
     make_suite(pytester, {"good.yaml": MINIMAL})
     result = pytester.runpytest("scenarios", "--report-dir", "out", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=2, skipped=1)
     version = session.versions["spark"]
+    records = json.loads((pytester.path / "out" / version / "results.json").read_text())
+    partitions = next(r for r in records["cases"] if r["kind"] == "partitions")
+    assert partitions["case_id"] == "minimal[inner-partitions]" and partitions["status"] == "skipped"
+    assert partitions["message"].startswith("ternary partitioning: not needed (DuckDB ")
+    assert records["summary"]["partitions"]["not_needed"] == 1
+    # shown in its cross-strategy check's row, not as a row of its own
+    page = (pytester.path / "out" / version / "index.html").read_text()
+    assert "partitions not needed" in page and 'id="minimal[inner-partitions]"' not in page
     assert (pytester.path / "out" / version / "results.json").exists()
     assert (pytester.path / "out" / version / "index.html").exists()
     assert (pytester.path / "out" / version / "junit.xml").exists()
@@ -128,7 +138,7 @@ def test_case_ids_keep_only_the_listed_cases_and_a_refused_file_does_not_stop_th
     (pytester.path / "ids.txt").write_text("minimal\nbroken\nminimal[x@y]\n")
     result = pytester.runpytest("scenarios/good.yaml", "scenarios/broken.yaml", "--case-ids", "ids.txt",
                                 "--continue-on-collection-errors", "--no-report", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, errors=1, deselected=1)  # minimal[agree] is not listed
+    result.assert_outcomes(passed=1, errors=1, deselected=2)  # minimal's two checks are not listed
 
 
 def test_a_case_id_keeps_the_at_sign_of_its_label_and_drops_a_flake_runs():
@@ -145,6 +155,8 @@ def test_an_unchecked_item_is_reported_at_its_scenario_file_and_line(pytester, s
         "  build_side: right\n", "  build_side: right\n  varies: {rows: \"a test\", checksum: \"a test\"}\n")
     make_suite(pytester, {"varies.yaml": text})
     result = pytester.runpytest("scenarios", "--no-report", "-p", "no:cacheprovider", "-rs", "-k", "agree")
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] scenarios/varies.yaml:2: nothing compared*"])
+    result.assert_outcomes(skipped=2)  # the cross-strategy and the partitions check
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] scenarios/varies.yaml:2: nothing compared*",
+                                 "SKIPPED [[]1[]] scenarios/varies.yaml:2: ternary partitioning: not compared (the "
+                                 "file declares its answer varies*"])
     assert "plugin_items.py" not in result.stdout.str()

@@ -8,8 +8,8 @@ import time
 from dataclasses import dataclass, field
 from functools import reduce
 
-from harness.check import expect, ternary
-from harness.check.answers import absolute_conf, analysed_alone, reference_answer
+from harness.check import expect, partitions
+from harness.check.answers import absolute_conf, reference_answer
 from harness.check.compare_results import reference_words
 from harness.check.runner import (
     AS_WRITTEN,
@@ -139,7 +139,9 @@ class ForcedRuns:
     rejected: list = field(default_factory=list)   # labels of runs Spark refused, or too big to run
     nested_loops: bool = True
     reference: dict | None = None   # the answer against an independent engine's (harness.observe.reference)
-    partitions: dict | None = None  # ternary logic partitioning where no reference compared (harness.check.ternary)
+    # ternary logic partitioning of the answer (harness.check.partitions), judged by the
+    # file's partitions item, not by this check
+    partitions: dict | None = None
     seconds: dict = field(default_factory=dict)  # what the oracles took here (never stored: a reused check took none)
 
     def to_json(self) -> dict:
@@ -251,48 +253,25 @@ def run_agreement(case: Case, session: Session) -> AgreementRecord:
             oracle_started = time.perf_counter()
             forced.reference = _reference_of_runs(session, scope, case, base_conf, tables, runs)
             forced.seconds["reference_s"] = round(time.perf_counter() - oracle_started, 4)
-            mode = getattr(session.options, "reference", "on")
-            if mode != "off" and not (forced.reference or {}).get("compared"):  # no second engine: an oracle in Spark
+            if getattr(session.options, "reference", "on") != "off":
                 oracle_started = time.perf_counter()
-                forced.partitions = _partitions_of_runs(session, scope, case, base_conf, tables, runs)
+                forced.partitions = partitions.of_runs(session, scope, case, base_conf, tables,
+                                                       the_answer(runs), forced.reference)
                 forced.seconds["partitions_s"] = round(time.perf_counter() - oracle_started, 4)
     return judge_agreement(case, session, forced, took())
 
 
-def _the_answer(runs: list) -> AgreementRun | None:
+def the_answer(runs: list) -> AgreementRun | None:
     """The strategies' answer the oracles judge: the join as written's, else the first that
     ran (None: no strategy answered)."""
     answered = [run for run in runs if run.error is None and run.rows is not None]
     return next((run for run in answered if run.forced == AS_WRITTEN), answered[0]) if answered else None
 
 
-def _partitions_of_runs(session: Session, scope, case: Case, conf: dict, tables: dict, runs: list) -> dict | None:
-    """Ternary logic partitioning of the join as written against the strategies' answer;
-    {not_compared: why} where it cannot rightly add up, None when no strategy answered."""
-    first = _the_answer(runs)
-    if first is None:
-        return None
-    varies = expect.resolve(case, session.versions["spark"], session.deployment,
-                            expect.engine_of(session.versions)).get("varies") or {}
-    if "rows" in varies or "checksum" in varies:
-        return {"not_compared": "the file declares its answer varies between runs"}
-    try:
-        if session.plan_reader == "jvm" and ternary.picks_rows(analysed_alone(session, scope, case.join, tables)):
-            return {"not_compared": "a LIMIT, OFFSET or sample picks rows each partition may pick otherwise"}
-        query = sized_query(session, scope, case.join, conf, tables)
-        columns = [[f.name, f.dataType.simpleString()] for f in query.schema.fields]
-        found = ternary.partition(query, columns, case.join, first.rows, first.checksum)
-    except Exception as exc:
-        if scope.timed_out.is_set():  # the strategies answered in time; the oracle did not: said, never a verdict
-            return {"not_compared": f"cut at the scenario's timeout ({case.scenario.timeout:g} s)"}
-        return {"not_compared": f"the partitions could not run: {describe_error(exc).message[:300]}"}
-    return found or {"not_compared": "no column of the answer can carry a predicate"}
-
-
 def _reference_of_runs(session: Session, scope, case: Case, conf: dict, tables: dict, runs: list) -> dict | None:
     """The answer the strategies gave (the join as written's, else the first's) against an
     independent engine's; None when no strategy answered."""
-    first = _the_answer(runs)
+    first = the_answer(runs)
     if first is None:
         return None
     try:
@@ -307,7 +286,6 @@ def judge_agreement(case: Case, who, forced: ForcedRuns, seconds: float) -> Agre
     scenario's known bug as it reads now."""
     varies = expect.resolve(case, who.versions["spark"], who.deployment, expect.engine_of(who.versions)).get("varies") or {}
     status, message = _verdict(forced.runs, forced.rejected, forced.nested_loops, varies, forced.reference)
-    status, message = _partitions_verdict(status, message, forced.partitions)
     shared = sum(1 for run in forced.runs if run.shared)
     if shared:  # the same physical query under the same configs already ran in this worker
         message += f" ({shared} answer{'s' if shared > 1 else ''} shared with an identical plan run before)"
@@ -372,22 +350,6 @@ def _verdict(runs: list, rejected: list, nested_loops: bool, varies: dict,
             return "passed", f"{message.split(': nothing to check against')[0]}: {agreed}"
         return status, f"{message}; {agreed}"
     return status, f"{message}; reference: not compared ({reference['why']})"
-
-
-def _partitions_verdict(status: str, message: str, partitions: dict | None) -> tuple[str, str]:
-    """The ternary partitioning oracle over the verdict so far: partitions that do not add
-    up to the query's answer are a wrong answer."""
-    if not partitions or status in ("skipped", "error"):
-        return status, message
-    if "not_compared" in partitions:
-        return status, f"{message}; ternary partitioning: not compared ({partitions['not_compared']})"
-    said = ternary.words(partitions)
-    if not partitions["agrees"]:
-        return "correctness", said if status != "correctness" else f"{message}; {said}"
-    if status == "unchecked" and message.startswith("only one strategy") and partitions["query_rows"]:
-        # partitions of an empty answer add up whatever Spark does: no check, and not green
-        return "passed", f"{message.split(': nothing to check against')[0]}: {said}"
-    return status, f"{message}; {said}"
 
 
 def _strategies_verdict(runs: list, rejected: list, nested_loops: bool, varies: dict) -> tuple[str, str]:

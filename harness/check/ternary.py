@@ -7,7 +7,8 @@ shows.
 
 The answer's checksum is a sum of per-row hashes, so the partitions' counts and checksums
 add up to Q's exactly when the rows do: nothing is collected, and three partitions cost one
-Spark action (a union of their three aggregates)."""
+Spark action (a union of their three aggregates), on the session and inputs that gave Q's
+answer (the cross-strategy check's; judged as an item of its own, harness.check.partitions)."""
 from __future__ import annotations
 
 from harness.observe.reference import PICKS_ROWS  # each partition runs the query again: rows it picks could differ
@@ -17,9 +18,22 @@ from harness.spark.query import CHECKSUM_MOD, checksum_text
 UNHASHABLE = ("map<",)
 
 
-def picks_rows(analysed_tree: list) -> bool:
+# Expressions whose value differs in each run of the query: each partition runs it again.
+DIFFERS_EACH_RUN = ("Rand", "Randn", "Uuid", "Shuffle", "MonotonicallyIncreasingID", "SparkPartitionID",
+                    "InputFileName", "InputFileBlockStart", "InputFileBlockLength")
+
+
+def why_not(analysed_tree: list) -> str | None:
+    """Why the partitions cannot rightly add up to the query's answer, read from Spark's
+    analysed plan of the query (None: they must)."""
     from harness.spark.sql_trees import nodes
-    return any(node["class"].rsplit(".", 1)[-1] in PICKS_ROWS for node in nodes(analysed_tree))
+    for node in nodes(analysed_tree):
+        simple = node["class"].rsplit(".", 1)[-1]
+        if simple in PICKS_ROWS:
+            return "a LIMIT, OFFSET or sample picks rows each partition may pick otherwise"
+        if simple in DIFFERS_EACH_RUN:
+            return f"{simple} gives another value each time a partition runs the query"
+    return None
 
 
 def key_column(columns: list, join: dict) -> int | None:

@@ -42,8 +42,8 @@ class RunOptions:
     # The driver JVM's class-data archives (harness.spark.class_data); None: none used
     class_data: str | None = None
     # Answers nobody declared: `on` an independent engine's answer (harness.observe.reference)
-    # and, where it did not compare, ternary partitioning (harness.check.ternary);
-    # `partitions` that oracle on every cross-strategy check; `off` neither
+    # and ternary partitioning, an item per file and join type (harness.check.partitions);
+    # `partitions` only the partitions items; `off` neither
     reference: str = "on"
 
     @property

@@ -246,6 +246,20 @@ class AgreementRun:
 
 
 @dataclass
+class PartitionsRecord(ItemRecord):
+    """The ternary-partitioning check of a scenario's answer (harness.check.partitions)."""
+    partitions: Optional[dict] = None   # harness.check.ternary.partition's record, or {not_compared: why}
+    timings: dict = field(default_factory=dict)
+
+    kind = "partitions"
+
+    def to_json(self) -> dict:
+        return {**self._head(), "expected": {},
+                "observed": {"partitions": self.partitions} if self.partitions is not None else {},
+                "timings": self.timings}
+
+
+@dataclass
 class AgreementRecord(ItemRecord):
     runs: list = field(default_factory=list)         # AgreementRun, in the order they ran
     strategies: list = field(default_factory=list)   # "Strategy (build side)" that answered

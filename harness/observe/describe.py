@@ -147,6 +147,10 @@ def why_lines(record: dict) -> list[str]:
     observed = record.get("observed") or {}
     if record.get("kind") == "agreement":
         return [_forced_run_words(run) for run in observed.get("agreement") or []]
+    if record.get("kind") == "partitions":
+        found = observed.get("partitions") or {}
+        return [f"{part['where']}: {part['rows']:,} rows / {part['checksum']}" for part in found.get("parts") or []] + \
+            ([f"{found['predicate']}"] if found.get("predicate") else [])
     lines = []
     verdict = record.get("model") or {}
     if verdict.get("explanation"):

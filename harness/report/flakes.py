@@ -41,7 +41,8 @@ FIELDS = {
     "strategies": "strategies", "initial": "initial plan", "final": "final plan", "estimates": "estimates",
     "warnings": "warnings", "rows": "rows", "checksum": "checksum", "result_rows": "result rows",
     "error": "error", "executed": "executed", "stream_batches": "micro-batches",
-    "stream_steps": "stream steps", "agreement": "cross-strategy answers", "adaptive": "adaptive",
+    "stream_steps": "stream steps", "agreement": "cross-strategy answers", "partitions": "ternary partitions",
+    "adaptive": "adaptive",
     "cost": "cost",  # its timings are left out with every other timing
 }
 # What a record holds that is not what Spark showed: when and how long, not what.
@@ -150,8 +151,8 @@ def flips(runs: dict[str, dict[int, dict]]) -> list[dict]:
 DECLARABLE = {
     "final_plan": r"final(\W.*)?|agreement\[\d+\]\.(strategy|build_side)|strategies(\W.*)?|cost(\W.*)?",
     "plan_text": r"(initial|final)\.text",
-    "checksum": r"checksum|result_rows(\W.*)?|agreement\[\d+\]\.checksum",
-    "rows": r"rows|result_rows(\W.*)?|agreement\[\d+\]\.rows",
+    "checksum": r"checksum|result_rows(\W.*)?|agreement\[\d+\]\.checksum|partitions(\W.*)?",
+    "rows": r"rows|result_rows(\W.*)?|agreement\[\d+\]\.rows|partitions(\W.*)?",
     "estimates": r"estimates(\W.*)?",
     "warnings": r"warnings(\W.*)?",
     "stream_steps": r"stream_steps(\W.*)?|stream_batches",

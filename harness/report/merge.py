@@ -85,6 +85,10 @@ def _answer(record: dict) -> tuple:
     if record["kind"] == "agreement":
         return record["status"], tuple(observed.get("strategies") or ()), tuple(
             (r.get("forced"), r.get("rows"), r.get("checksum"), bool(r.get("error"))) for r in observed.get("agreement") or ())
+    if record["kind"] == "partitions":
+        found = observed.get("partitions") or {}
+        return record["status"], found.get("query_rows"), found.get("query_checksum"), tuple(
+            (part["rows"], part["checksum"]) for part in found.get("parts") or ())
     tops = tuple((version_report.top_join(record, which) or {}).get("strategy") for which in ("initial", "final"))
     return record["status"], observed.get("rows"), observed.get("checksum"), tops
 

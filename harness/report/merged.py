@@ -92,6 +92,8 @@ def _cell(record: dict, folder: str) -> dict:
     observed = record["observed"]
     if record["kind"] == "agreement":
         initial, final = _agreement_label(record), ""
+    elif record["kind"] == "partitions":
+        initial, final = _partitions_label(record), ""
     return {"status": record["status"], "initial": initial, "final": final if final != initial else "",
             "rows": observed.get("rows"), "message": record.get("message", "")[:300],
             "error": (observed.get("error") or {}).get("class", ""), "detail": _detail(record, folder),
@@ -114,6 +116,12 @@ def _agreement_label(record: dict) -> str:
             "known_bug": "known bug"}.get(record["status"], record["status"])
 
 
+def _partitions_label(record: dict) -> str:
+    """What a partitions cell says, in agreement with its status."""
+    return {"passed": "partitions add up", "correctness": "partitions do not add up",
+            "unchecked": "not compared", "known_bug": "known bug"}.get(record["status"], record["status"])
+
+
 def _detail(record: dict, folder: str) -> dict:
     """What the per-case panel shows for one version; full plan texts stay in the
     version's own report (linked), so this page stays small with many versions."""
@@ -123,6 +131,8 @@ def _detail(record: dict, folder: str) -> dict:
                                                 f"{r['rows']} rows / {r['checksum']}")
                          for r in observed.get("agreement") or []],
                 "link": f"{folder}/index.html#{record['case_id']}"}
+    if record["kind"] == "partitions":
+        return {"runs": [record.get("message", "")], "link": f"{folder}/index.html#{record['case_id']}"}
     estimate = (observed.get("estimates") or [None])[0]
     join_conf = observed.get("join_conf") or {}
     return {

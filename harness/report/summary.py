@@ -41,7 +41,8 @@ def markdown(results: dict, previous: tuple[str, dict] | None = None) -> str:
     summary = results["summary"]
     lines = [f"## Spark {_escape(version)} join scenarios",
              "",
-             f"{summary['cases']} cases and {summary['agreement_checks']} cross-strategy checks on "
+             f"{summary['cases']} cases, {summary['agreement_checks']} cross-strategy checks and "
+             f"{summary.get('partition_checks', 0)} partitions checks on "
              f"{_escape(results.get('master') or '')} (Java {_escape(results['versions']['java'])}), "
              f"{summary['total_case_seconds']:.0f} s in cases.",
              *_reuse_lines(results),

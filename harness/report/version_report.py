@@ -67,6 +67,7 @@ def summarize(records: list[dict], invalid: list[dict]) -> dict:
     return {
         "cases": sum(1 for r in records if r["kind"] == "case"),
         "agreement_checks": sum(1 for r in records if r["kind"] == "agreement"),
+        "partition_checks": sum(1 for r in records if r["kind"] == "partitions"),
         "by_status": dict(sorted(statuses.items(), key=lambda kv: STATUS_ORDER.get(kv[0], 99))),
         "by_strategy": dict(strategies.most_common()),
         "total_case_seconds": round(sum(r["timings"]["total_s"] for r in records), 3),
@@ -75,6 +76,7 @@ def summarize(records: list[dict], invalid: list[dict]) -> dict:
                                    and r["message"].startswith(WARNINGS_UNOBSERVED)),
         "model": model_agreement(records),
         "reference": reference_counts(records),
+        "partitions": partition_counts(records),
     }
 
 
@@ -106,6 +108,30 @@ def reference_counts(records: list[dict]) -> dict:
             differs += 1
     return {"engines": sorted(e for e in engines if e), "compared": agrees + differs, "agree": agrees,
             "differ": differs, "not_compared": sum(reasons.values()), "by_reason": dict(reasons.most_common())}
+
+
+def partition_counts(records: list[dict]) -> dict:
+    """How the partitions items fared: compared (adding up, not); not needed (the reference
+    compared the answer); not compared, by reason (an empty answer among them: its
+    partitions compared nothing of substance)."""
+    add_up = differ = not_needed = 0
+    reasons: collections.Counter = collections.Counter()
+    for record in records:
+        found = (record.get("observed") or {}).get("partitions") if record["kind"] == "partitions" else None
+        if not found:
+            continue
+        if "not_run" in found:
+            not_needed += 1
+        elif "not_compared" in found:
+            reasons[reason_class(found["not_compared"])] += 1
+        elif not found["query_rows"] and found["agrees"]:
+            reasons["an empty answer"] += 1
+        elif found["agrees"]:
+            add_up += 1
+        else:
+            differ += 1
+    return {"compared": add_up + differ, "add_up": add_up, "differ": differ, "not_needed": not_needed,
+            "not_compared": sum(reasons.values()), "by_reason": dict(reasons.most_common())}
 
 
 NOT_RUN_LABEL = "not run"
@@ -211,9 +237,10 @@ def render_html(results: dict, drawings: PlanPictures | None = None, drawn: dict
                                             else "" if side.get("size_in_bytes") is None else f"{side['size_in_bytes']:,}")
     drawn = drawn if drawn is not None else drawings.all_of(results)
     skipped_checks = skipped_checks_by_case(results["cases"])
-    folded = {check["case_id"] for check in skipped_checks.values()}
+    skipped_parts = skipped_partitions_by_check(results["cases"])
+    folded = {check["case_id"] for check in [*skipped_checks.values(), *skipped_parts.values()]}
     return env.get_template("report.html.j2").render(results=results, pictures=drawn, skipped_checks=skipped_checks,
-                                                     folded=folded, pictures_json=script_json(drawn))
+                                                     folded=folded, skipped_parts=skipped_parts, pictures_json=script_json(drawn))
 
 
 def skipped_checks_by_case(records: list[dict]) -> dict[str, dict]:
@@ -230,6 +257,21 @@ def skipped_checks_by_case(records: list[dict]) -> dict[str, dict]:
             or checks.get((record["scenario_id"], "agree"))
         if check is not None:
             found[record["case_id"]] = check
+    return found
+
+
+def skipped_partitions_by_check(records: list[dict]) -> dict[str, dict]:
+    """cross-strategy check id → its file's skipped partitions item (not needed where the
+    reference compared the answer), shown in the check's own row rather than as a row of
+    its own."""
+    checks = {(r["scenario_id"], r["label"]): r["case_id"] for r in records if r["kind"] == "agreement"}
+    found = {}
+    for record in records:
+        if record["kind"] == "partitions" and record["status"] == "skipped":
+            label = record["label"][:-len("partitions")] + "agree"  # harness.check.partitions' labels
+            check = checks.get((record["scenario_id"], label))
+            if check is not None:
+                found[check] = record
     return found
 
 
@@ -319,10 +361,10 @@ class _CaseIndex:
 
     @staticmethod
     def _ids_of(file: str) -> set:
-        from harness.check.agreement import agreement_id, agreement_representatives
+        from harness.check.file_checks import file_checks
         from harness.scenario.model import expand, load_scenario
         try:
             cases = expand(load_scenario(file))
         except Exception:
             return set()
-        return {c.case_id for c in cases} | {agreement_id(c) for c in agreement_representatives(cases)}
+        return {c.case_id for c in cases} | {item_id for _, _, item_id in file_checks(cases)}

@@ -8,16 +8,17 @@ import dataclasses
 import functools
 from typing import Callable, Optional
 
-from harness.check import agreement, runner
+from harness.check import agreement, partitions, runner
+from harness.check.file_checks import AGREEMENT, file_checks, nothing_to_compare
 from harness.core.options import RunOptions
-from harness.core.records import AgreementRecord, CaseRecord, ItemRecord, Observation
+from harness.core.records import AgreementRecord, CaseRecord, ItemRecord, Observation, PartitionsRecord
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import Case, Scenario
 from harness.store import fingerprint
 from harness.store.parsed import ParsedScenarios
 from harness.store.results_store import ResultStore, RunStamp
 
-CASE, AGREEMENT = "case", "agreement"
+CASE = "case"
 NEVER_REUSED = ("error", "timeout")
 # Errors that say something went wrong around the query rather than what Spark does with it.
 NOT_KEPT_ERRORS = ("Timeout", "WorkerLost", "ScenarioError", "JvmDied")
@@ -102,6 +103,26 @@ class Reuse:
         record.run, record.reused = stored.stamp.to_json(), True
         return record
 
+    def recall_partitions(self, case: Case) -> Optional[PartitionsRecord]:
+        """A partitions item's record, judged from its cross-strategy check's stored
+        observation: an earlier run's, or (even under --fresh) this run's, kept by the
+        worker that ran the check."""
+        key = self.key(case, AGREEMENT)
+        stored = self.store.get(key)
+        if stored is None or (self.fresh and stored.stamp.id != self.stamp.id):
+            return None
+        try:
+            who = runner.absent_session(stored.payload["versions"], stored.payload["master"],
+                                        stored.payload.get("cluster"), self.options.observe)
+            check = agreement.judge_agreement(case, who, agreement.ForcedRuns.from_json(stored.payload["forced"]),
+                                              stored.seconds)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None  # the check's own item says so, and runs it again
+        if check.status in NEVER_REUSED:
+            return None
+        check.run, check.reused = stored.stamp.to_json(), stored.stamp.id != self.stamp.id
+        return partitions.judged_from_check(case, check)
+
     def keep(self, case: Case, kind: str, record: ItemRecord, session) -> None:
         """Store what the item observed (not a timeout, a lost worker, a refused scenario)."""
         record.run = self.stamp.to_json()
@@ -131,9 +152,10 @@ class Reuse:
         files a run of them must give to Spark (an entry may still turn out unusable)."""
         missing = 0
         for cases in scenarios:
-            checks = agreement.agreement_representatives(cases) if with_checks else []
-            keys = [self.key(c, CASE) for c in cases] + [self.key(c, AGREEMENT) for c in checks
-                                                        if not agreement.nothing_to_compare(c)]
+            checks = file_checks(cases, self.options.reference) if with_checks else []
+            # a partitions item is judged from its cross-strategy check's entry
+            keys = [self.key(c, CASE) for c in cases] + [self.key(c, AGREEMENT) for kind, c, _ in checks
+                                                        if kind == AGREEMENT and not nothing_to_compare(kind, c)]
             if any(self.sql_verdict(s) is None for s in {id(c.scenario): c.scenario for c in cases}.values()) \
                     or not all(map(self.store.has, keys)):
                 missing += 1

@@ -53,13 +53,13 @@ def _run(pytester, *args):
 
 def test_unchanged_is_reused_and_an_edited_expectation_is_judged_again(pytester, session):
     _suite(pytester)
-    _run(pytester).assert_outcomes(passed=2)
+    _run(pytester).assert_outcomes(passed=2, skipped=1)
     first = _records(pytester, session)
     assert not first["minimal"]["run"]["reused"]
 
     result = _run(pytester)
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*PASSED (reused)*", "*2 of 2 records reused from run *"])
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(["*PASSED (reused)*", "*3 of 3 records reused from run *"])
     again = _records(pytester, session)
     assert again["minimal"]["run"] == {**first["minimal"]["run"], "reused": True}
     assert again["minimal"]["observed"] == first["minimal"]["observed"]
@@ -109,17 +109,17 @@ def test_workers_follow_what_is_left_to_run_and_none_start_when_everything_is_re
     _suite(pytester, MINIMAL.replace("id: minimal", "id: other"), name="other.yaml")
     run = ("scenarios", "--report-dir", "out", "-p", "no:cacheprovider", "-n", "auto")
     first = pytester.runpytest_subprocess(*run, timeout=300)
-    first.assert_outcomes(passed=4)
-    assert "2 workers [4 items]" in first.stdout.str()  # two files to run
+    first.assert_outcomes(passed=4, skipped=2)  # a partitions item per file: not needed
+    assert "2 workers [6 items]" in first.stdout.str()  # two files to run
     _suite(pytester, MINIMAL.replace("id: minimal", "id: second"), name="second.yaml")
     result = pytester.runpytest_subprocess(*run, timeout=300)
-    result.assert_outcomes(passed=6)
-    assert "1 worker [6 items]" in result.stdout.str()  # one file to run: one worker
+    result.assert_outcomes(passed=6, skipped=3)
+    assert "1 worker [9 items]" in result.stdout.str()  # one file to run: one worker
 
     pytester.makeconftest(NO_SPARK)
     again = pytester.runpytest_subprocess(*run, timeout=300)
-    again.assert_outcomes(passed=6)
-    assert "workers [" not in again.stdout.str() and "collected 6 items" in again.stdout.str()
+    again.assert_outcomes(passed=6, skipped=3)
+    assert "workers [" not in again.stdout.str() and "collected 9 items" in again.stdout.str()
     # and the refusal is real: a run that must observe fails for it
     fresh = pytester.runpytest_subprocess(*run, "--fresh", timeout=300)
     assert "a Spark session was started" in fresh.stdout.str()
