@@ -88,7 +88,7 @@ def main(paths: list[str], out=sys.stdout) -> int:
         return 2
     session = get_session()
     version = session.versions["spark"]
-    judged, drift = 0, []
+    judged, drift, filters_judged, filters_drift = 0, [], 0, []
     for path in files:
         try:
             cases = expand(load_scenario(path))
@@ -111,6 +111,14 @@ def main(paths: list[str], out=sys.stdout) -> int:
             shuffles = shuffle_words(record["observed"].to_json())
             if shuffles:
                 print(f"    {shuffles}", file=out)
+            filters = verdict.get("runtime_filters")
+            if filters:
+                filters_judged += 1
+                found = " and ".join(filters["observed"]) or "none"
+                print(f"    runtime filters: {filters['why']}; observed: bloom filter on {found}"
+                      f"  [{'agrees' if filters['agrees'] else 'MODEL DRIFT'}]", file=out)
+                if not filters["agrees"]:
+                    filters_drift.append(f"{case.case_id}: {filters['why']}; Spark: bloom filter on {found}")
             if not verdict["agrees"]:
                 drift.append(f"{case.case_id}: model {verdict['strategy']} ({verdict['build_side']}), "
                              f"Spark {_observed_text(record['observed'])}")
@@ -118,4 +126,9 @@ def main(paths: list[str], out=sys.stdout) -> int:
     print(f"\nSpark {version}: the model agrees on {judged - len(drift)} of {judged} cases ({share:.1f}%)", file=out)
     for line in drift:
         print(f"  drift: {line}", file=out)
+    if filters_judged:
+        print(f"Spark {version}: the runtime-filter model agrees on {filters_judged - len(filters_drift)} of "
+              f"{filters_judged} cases", file=out)
+        for line in filters_drift:
+            print(f"  runtime-filter drift: {line}", file=out)
     return 0

@@ -158,6 +158,11 @@ def why_lines(record: dict) -> list[str]:
         lines.append(f"model: {verdict['explanation']}{mark}")
     if verdict.get("final"):
         lines.append(f"model, final plan: {verdict['final']}")
+    filters = verdict.get("runtime_filters")
+    if filters:
+        found = " and ".join(filters["observed"]) or "neither"
+        mark = "" if filters["agrees"] else f" (Spark did otherwise: a bloom filter on {found} side: model drift)"
+        lines.append(f"model, runtime filters: {filters['why']}{mark}")
     estimates = (observed.get("estimates") or [None])[0]
     threshold = (observed.get("join_conf") or {}).get(THRESHOLD)
     if estimates:

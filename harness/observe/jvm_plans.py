@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 
 from harness.core.vocab import BUILD_SIDES, JOIN_OPERATORS, NO_JOIN, PLAN_TEXT_LIMIT
 from harness.observe import cost as costs
+from harness.observe import filter_sides
 from harness.spark import engines
 
 
@@ -497,7 +498,7 @@ def join_estimates(dataframe, logical: bool = True) -> list[dict]:
         if _kind(node) == "Join":
             entry = {"left": _stats(node.left()), "right": _stats(node.right())}
             if logical and not out:
-                entry["logical"] = _logical_join(jvm, node)
+                entry["logical"] = _logical_join(jvm, node, _session_sizes(dataframe))
             out.append(entry)
         seq = node.children()
         stack.extend(reversed([seq.apply(i) for i in range(seq.size())]))
@@ -507,10 +508,18 @@ def join_estimates(dataframe, logical: bool = True) -> list[dict]:
 _HINT = re.compile(r"(left|right)Hint=\(strategy=(\w+)\)")
 
 
-def _logical_join(jvm, node) -> dict:
+def _session_sizes(dataframe) -> tuple:
+    """(spark.sql.defaultSizeInBytes: a relation without statistics, autoBroadcastJoinThreshold)."""
+    conf = _safe_call(lambda: dataframe._jdf.sparkSession().sessionState().conf())
+    return (_safe_call(lambda: int(str(conf.defaultSizeInBytes()))),
+            _safe_call(lambda: int(str(conf.autoBroadcastJoinThreshold()))))
+
+
+def _logical_join(jvm, node, sizes: tuple = (None, None)) -> dict:
     """The logical join as JoinSelection sees it: type, strategy hints per side, whether
     ExtractEquiJoinKeys matches and its keys are orderable, and whether the single-column
-    null-aware anti join pattern (3.1+) matches."""
+    null-aware anti join pattern (3.1+) matches; and its sides as InjectRuntimeFilter reads
+    them (harness.observe.filter_sides)."""
     hints: dict[str, list[str]] = {"left": [], "right": []}
     for side, name in _HINT.findall(_safe_str(lambda: node.hint())):
         hints[side].append(name.upper())
@@ -521,9 +530,10 @@ def _logical_join(jvm, node) -> dict:
         orderable = _safe_call(lambda: bool(_jvm_class(jvm, f"{CATALYST}.expressions.RowOrdering").isOrderable(keys)))
     naaj = _safe_call(lambda: _jvm_class(jvm, f"{CATALYST}.planning.ExtractSingleColumnNullAwareAntiJoin")
                       .unapply(node).isDefined())
+    matched = equi.get() if equi is not None and equi.isDefined() else None
     return {"join_type": _safe_str(lambda: node.joinType()), "hints": hints,
-            "equi": bool(equi is not None and equi.isDefined()), "orderable": orderable,
-            "null_aware_candidate": bool(naaj)}
+            "equi": matched is not None, "orderable": orderable, "null_aware_candidate": bool(naaj),
+            "filter_sides": _safe_call(lambda: filter_sides.of_join(matched, node, *sizes))}
 
 
 CATALYST = "org.apache.spark.sql.catalyst"

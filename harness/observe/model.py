@@ -507,6 +507,11 @@ def evaluate(observed, version: str, streaming: bool = False) -> dict | None:
     prediction = predict(inputs, settings, version)
     agrees = judge(prediction, observed.initial.top)
     verdict = {**prediction.to_dict(), "agrees": agrees, "drift": not agrees}
+    from harness.observe import filter_model
+    top_estimate = estimates[0] if estimates else None
+    filters = filter_model.judge(filter_model.predict(version, observed.join_conf or {}, top_estimate), top_estimate)
+    if filters is not None:
+        verdict["runtime_filters"] = filters
     final_plan = observed.final
     if final_plan is not None:  # executed: the final plan exists to be predicted
         settings.adaptive = bool(observed.adaptive)
