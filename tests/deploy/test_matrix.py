@@ -1,5 +1,7 @@
 """Per-version environments: which Python and Java each Spark gets; Faker pools pre-built."""
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -35,3 +37,23 @@ def test_faker_pools_are_built_into_the_cache(write_scenario, monkeypatch, tmp_p
     assert datagen.warm_faker_pools([load_scenario(write_scenario(text))]) == 1
     [cached] = list(tmp_path.rglob("first_name-7-*.json"))
     assert len(json.loads(cached.read_text())) == 7
+
+
+def test_matrix_takes_files_and_folders_beside_versions(tmp_path, monkeypatch):
+    """`matrix 3.5.9 4.3.0 scenarios/bugs one.yaml`: paths run instead of the whole suite,
+    made absolute (the suite runs from the harness's folder); a word that is neither is one
+    line."""
+    one = tmp_path / "one.yaml"
+    one.write_text("id: x\n")
+    monkeypatch.chdir(tmp_path)
+    versions, paths = matrix.versions_and_paths(["3.5.9", "one.yaml", "4.3.0", str(tmp_path)])
+    assert versions == ["3.5.9", "4.3.0"] and paths == [str(one), str(tmp_path)]
+    with pytest.raises(ValueError, match="^nope.yaml: neither a Spark version"):
+        matrix.versions_and_paths(["nope.yaml"])
+    ran = []
+    monkeypatch.setattr(matrix.subprocess, "run", lambda command, **kw: ran.append(command) or
+                        type("Done", (), {"returncode": 0})())
+    matrix.run_version("4.3.0", Path(sys.executable), str(tmp_path / "reports"), "2", [], paths=[str(one)])
+    matrix.run_version("4.3.0", Path(sys.executable), str(tmp_path / "reports"), "2", [])
+    assert str(one) in ran[0] and "scenarios" not in ran[0]
+    assert "scenarios" in ran[1]
