@@ -158,11 +158,9 @@ def why_lines(record: dict) -> list[str]:
         lines.append(f"model: {verdict['explanation']}{mark}")
     if verdict.get("final"):
         lines.append(f"model, final plan: {verdict['final']}")
-    filters = verdict.get("runtime_filters")
-    if filters:
-        found = " and ".join(filters["observed"]) or "neither"
-        mark = "" if filters["agrees"] else f" (Spark did otherwise: a bloom filter on {found} side: model drift)"
-        lines.append(f"model, runtime filters: {filters['why']}{mark}")
+    filters_line = runtime_filter_model_line(record)
+    if filters_line:
+        lines.append(filters_line)
     estimates = (observed.get("estimates") or [None])[0]
     threshold = (observed.get("join_conf") or {}).get(THRESHOLD)
     if estimates:
@@ -216,6 +214,23 @@ def runtime_filter_lines(observed: dict) -> list[str]:
 
 
 SHUFFLED_JOINS = ("SortMergeJoin", "ShuffledHashJoin")
+
+
+def runtime_filter_model_line(record: dict) -> str | None:
+    """What the runtime-filter model says of the top join, where a filter was there to
+    decide: one was planned or predicted, the model drifted, or the join shuffles (where a
+    reader asks why it got none); None elsewhere (a broadcast join with none, as expected)."""
+    filters = (record.get("model") or {}).get("runtime_filters")
+    if not filters:
+        return None
+    observed = record.get("observed") or {}
+    top = ((observed.get("initial") or {}).get("joins") or [None])[0] or {}
+    predicted = filters["why"].startswith("bloom filter on")
+    if not (filters["observed"] or predicted or not filters["agrees"] or top.get("strategy") in SHUFFLED_JOINS):
+        return None
+    found = " and ".join(filters["observed"]) or "neither"
+    mark = "" if filters["agrees"] else f" (Spark did otherwise: a bloom filter on {found} side: model drift)"
+    return f"model, runtime filters: {filters['why']}{mark}"
 
 
 def _size_words(value) -> str:

@@ -217,6 +217,7 @@ def render_html(results: dict, drawings: PlanPictures | None = None, drawn: dict
         cost_words,
         expectation_words,
         runtime_filter_lines,
+        runtime_filter_model_line,
         shuffle_words,
         unavailable_words,
         undefined_conf_words,
@@ -230,6 +231,7 @@ def render_html(results: dict, drawings: PlanPictures | None = None, drawn: dict
     env.globals["unavailable_words"] = unavailable_words
     env.globals["shuffle_words"] = shuffle_words
     env.globals["runtime_filter_lines"] = runtime_filter_lines
+    env.globals["runtime_filter_model_line"] = runtime_filter_model_line
     env.globals["cost_words"] = cost_words
     env.globals["cost_brief"] = cost_brief
     env.globals["undefined_conf_words"] = undefined_conf_words
