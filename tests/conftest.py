@@ -14,6 +14,13 @@ import harness.check.runner  # noqa: E402,F401
 import harness.plugin  # noqa: E402,F401
 import harness.spark.session  # noqa: E402,F401
 
+# And the reference engine's C extensions, which cannot be initialized twice in one
+# process: DuckDB first imported inside a pytester run, dropped at its end, then imported
+# again by the next test aborts the worker ("Fatal Python error: Aborted" in
+# duckdb/__init__.py; measured with test_plugin's mixed run followed by test_reuse's).
+import duckdb  # noqa: E402,F401
+import pyarrow  # noqa: E402,F401
+
 try:  # PySpark's Py4J converters import numpy on a case's first job group: never twice
     import numpy  # noqa: F401
 except ImportError:

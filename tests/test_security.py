@@ -335,7 +335,8 @@ def test_hostile_files_fail_alone_with_one_line(pytester, session):
     result = pytester.runpytest("scenarios", "--no-report")
     out = result.stdout.str()
     assert "INTERNALERROR" not in out and "Traceback" not in out
-    result.assert_outcomes(passed=4, errors=len(HOSTILE_FILES) + 3)
+    # the good files' partitions checks: not needed (the reference compared)
+    result.assert_outcomes(passed=4, skipped=2, errors=len(HOSTILE_FILES) + 3)
     for _, expected in HOSTILE_FILES.values():
         assert expected in out, expected
     assert "garbage.yaml:3: (file): not a text file (NUL byte)" in out
