@@ -58,3 +58,13 @@ def bytes_text(size: int) -> str:
             value = (Decimal(size) / Decimal(BYTE_UNITS[unit])).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
             return f"{value} {unit}"
     return f"{size}.0 B"
+
+
+def parse_bytes(text) -> int:
+    """Spark's byte strings: 10485760b, 10m, 10MB, -1."""
+    value = str(text).strip().lower()
+    match = re.fullmatch(r"(-?\d+)\s*([kmgtp]?)i?b?", value)
+    if not match:
+        return int(float(value))
+    number, unit = int(match.group(1)), match.group(2)
+    return number * 1024 ** " kmgtp".index(unit or " ")

@@ -13,7 +13,7 @@ from harness.core.vocab import (
     SPJ_CONFS,
     describe_join,
 )
-from harness.observe.model import parse_bytes
+from harness.core.text import parse_bytes
 from harness.observe.runtime_filters import FILTER_WORDS, runtime_filter_words
 
 THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"

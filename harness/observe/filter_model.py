@@ -20,6 +20,7 @@ transitive key (3.5+), and a materialized creation side (4.3). A dynamic partiti
 filter on the join's key (either side) leaves it without a bloom filter."""
 from __future__ import annotations
 
+from harness.core.text import parse_bytes
 from harness.core.vocab import (
     APPLICATION_SIDE_THRESHOLD,
     BLOOM_ENABLED,
@@ -36,7 +37,6 @@ DEFAULTS = {APPLICATION_SIDE_THRESHOLD: 10 * 1024 ** 3, CREATION_SIDE_THRESHOLD:
 
 
 def _bytes(value, default: int) -> int:
-    from harness.observe.model import parse_bytes
     try:
         return parse_bytes(value) if value is not None else default
     except (TypeError, ValueError):

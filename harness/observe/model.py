@@ -15,9 +15,9 @@ needed (AQE off, or nothing for AQE to re-plan); elsewhere the model says so.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from harness.core.text import parse_bytes
 from harness.core.vocab import (
     HINTED_STRATEGIES,
     JOIN_OPERATORS,
@@ -25,6 +25,7 @@ from harness.core.vocab import (
     NO_JOIN,
     spark_version,
 )
+from harness.observe import filter_model
 
 BHJ, SHJ, SMJ, BNLJ, CP, SSHJ = JOIN_OPERATORS
 # The configs Settings reads; the runner records their values with every case.
@@ -458,16 +459,6 @@ def predict_final(initial: Prediction, inputs: JoinInputs | None, settings: Sett
 
 # --------------------------------------------------------------------------- from a record
 
-def parse_bytes(text) -> int:
-    """Spark's byte strings: 10485760b, 10m, 10MB, -1."""
-    value = str(text).strip().lower()
-    match = re.fullmatch(r"(-?\d+)\s*([kmgtp]?)i?b?", value)
-    if not match:
-        return int(float(value))
-    number, unit = int(match.group(1)), match.group(2)
-    return number * 1024 ** " kmgtp".index(unit or " ")
-
-
 def _bool(text) -> bool:
     return str(text).strip().lower() == "true"
 
@@ -507,7 +498,6 @@ def evaluate(observed, version: str, streaming: bool = False) -> dict | None:
     prediction = predict(inputs, settings, version)
     agrees = judge(prediction, observed.initial.top)
     verdict = {**prediction.to_dict(), "agrees": agrees, "drift": not agrees}
-    from harness.observe import filter_model
     top_estimate = estimates[0] if estimates else None
     filters = filter_model.judge(filter_model.predict(version, observed.join_conf or {}, top_estimate), top_estimate)
     if filters is not None:
