@@ -7,6 +7,7 @@ from harness.check import expect
 from harness.observe import reference
 from harness.scenario import confs
 from harness.scenario.model import Case
+from harness.scenario.tables import is_derived, is_stats_only, table_rows
 from harness.spark.case_scope import CaseScope
 from harness.spark.errors import describe_error
 from harness.spark.query import build_query, sql_text
@@ -23,11 +24,37 @@ def analysed_alone(session: Session, scope: CaseScope, join: dict, tables: dict)
     schemas, none of the expressions that made their rows): what the query itself does.
     The views are registered over the real inputs again afterwards."""
     from harness.spark.sql_trees import tree_of
-    stand_ins = {name: session.spark.createDataFrame([], frame.schema) for name, frame in tables.items()}
+    stand_ins = {name: _stand_in(session.spark, name, frame) for name, frame in tables.items()}
     try:
         return tree_of(build_query(session.spark, scope, join, stand_ins)._jdf.queryExecution().analyzed())
     finally:
         build_query(session.spark, scope, join, tables)
+
+
+_STAND_INS: dict = {}  # (session, table name, schema) → a frame of that schema over no rows
+
+
+def _stand_in(spark, name: str, frame):
+    """An empty frame of `frame`'s schema, made once per worker session, table name and
+    schema (a file's cases and checks ask for the same ones; making one is a JVM round
+    trip of its own). One per name: two tables of one schema stay two relations."""
+    key = (id(spark), name.lower(), frame.schema.json())
+    if key not in _STAND_INS:
+        if len(_STAND_INS) > 512:
+            _STAND_INS.clear()
+        _STAND_INS[key] = spark.createDataFrame([], frame.schema)
+    return _STAND_INS[key]
+
+
+def exact_rows(case: Case) -> dict:
+    """The rows each input table holds, known from the file without a Spark job: generated
+    and literal tables without a filter, whatever their layout or format (every copy is
+    written from the same rows); derived, filtered and statistics-only tables are counted."""
+    out = {}
+    for name, spec in case.scenario.data["tables"].items():
+        if not (is_derived(spec) or is_stats_only(spec) or "filter" in spec):
+            out[name] = table_rows(spec)
+    return out
 
 
 def reference_answer(session: Session, scope: CaseScope, case: Case, join: dict, query, tables: dict, rows: int,
@@ -51,7 +78,8 @@ def reference_answer(session: Session, scope: CaseScope, case: Case, join: dict,
     query_sql = join["sql"] if "sql" in join else sql_text({**join, "hints": {}})
     try:
         return reference.observe(session.spark, scope_key, query_sql, tables, query, rows, checksum,
-                                 analysed=lambda: analysed_alone(session, scope, join, tables))
+                                 analysed=lambda: analysed_alone(session, scope, join, tables),
+                                 known_rows=exact_rows(case))
     except Exception as exc:  # never the case's error: said, and nothing compared
         return {"engine": reference.ENGINE, "compared": False,
                 "why": f"the comparison could not run: {describe_error(exc).message[:300]}"}

@@ -224,10 +224,11 @@ _ARROW_INPUTS: dict = {}   # (scenario key..., table) → its rows as Arrow
 _INPUT_ROWS: dict = {}     # (scenario key..., table) → its rows (MAX_INPUT_ROWS + 1: more)
 
 
-def arrow_inputs(key: tuple, frames: dict, names: set[str]) -> dict:
+def arrow_inputs(key: tuple, frames: dict, names: set[str], known_rows: dict | None = None) -> dict:
     """The rows of each table the query reads, as Arrow, moved once per scenario, data
     configs and table (kept for the scenario at hand only: memory stays bounded). Inputs
-    over the bound are refused before a row of them is moved."""
+    over the bound are refused before a row of them is moved; `known_rows` (table → its
+    exact rows, from the file) spares counting them."""
     for cache in (_ARROW_INPUTS, _INPUT_ROWS):
         if cache and next(iter(cache))[:-1] != key:
             cache.clear()
@@ -236,9 +237,11 @@ def arrow_inputs(key: tuple, frames: dict, names: set[str]) -> dict:
     if missing:
         raise NotCompared(f"the query reads {', '.join(missing)}, which is not a table of the file")
     entries = {lower: key + (lower,) for lower in sorted(names)}
+    known = {name.lower(): rows for name, rows in (known_rows or {}).items()}
     for lower, entry in entries.items():
         if entry not in _INPUT_ROWS:
-            _INPUT_ROWS[entry] = rows_at_most(frames[by_lower[lower]], MAX_INPUT_ROWS)
+            _INPUT_ROWS[entry] = min(known[lower], MAX_INPUT_ROWS + 1) if lower in known else \
+                rows_at_most(frames[by_lower[lower]], MAX_INPUT_ROWS)
     total_rows = sum(_INPUT_ROWS[entry] for entry in entries.values())
     if total_rows > MAX_INPUT_ROWS:
         raise NotCompared(f"inputs over the bound handed to the reference (over {MAX_INPUT_ROWS:,} rows)")
@@ -383,7 +386,7 @@ def skip_reason(scenario_data: dict, expected_varies: dict | None) -> str | None
 
 
 def observe(spark, scope_key: tuple, query_sql: str, frames: dict, query, rows: int, checksum: str,
-            analysed) -> dict:
+            analysed, known_rows: dict | None = None) -> dict:
     """Spark's answer (`rows`, `checksum` of `query`) against the reference's for the same
     query over the same input rows. `scope_key` names the scenario and its data configs:
     the inputs are moved and the reference run once per key and query."""
@@ -395,7 +398,7 @@ def observe(spark, scope_key: tuple, query_sql: str, frames: dict, query, rows: 
         return _not_compared(f"an answer over {MAX_ANSWER_ROWS:,} rows (Spark's: {rows:,})", duck.name)
     try:
         reference_rows, reference_checksum, how = _reference(spark, duck, scope_key, query_sql, frames, query,
-                                                             analysed)
+                                                             analysed, known_rows)
     except NotCompared as exc:
         return _not_compared(str(exc), duck.name)
     base = {"engine": duck.name, "compared": True, "rows": reference_rows.num_rows, "checksum": reference_checksum}
@@ -411,7 +414,8 @@ def observe(spark, scope_key: tuple, query_sql: str, frames: dict, query, rows: 
             "only_reference": shown(only_reference), "only_reference_count": len(only_reference)}
 
 
-def _reference(spark, duck: _Engine, scope_key: tuple, query_sql: str, frames: dict, query, analysed):
+def _reference(spark, duck: _Engine, scope_key: tuple, query_sql: str, frames: dict, query, analysed,
+               known_rows: dict | None):
     """(the reference's rows typed as Spark's, their Spark checksum or None, how), once per
     scenario, data configs and query; a NotCompared is remembered as well."""
     spark_types = [field.dataType.simpleString() for field in query.schema.fields]
@@ -420,7 +424,8 @@ def _reference(spark, duck: _Engine, scope_key: tuple, query_sql: str, frames: d
         if len(_ANSWERS) > 256:
             _ANSWERS.clear()
         try:
-            _ANSWERS[key] = _run_reference(spark, duck, scope_key, query_sql, frames, spark_types, analysed)
+            _ANSWERS[key] = _run_reference(spark, duck, scope_key, query_sql, frames, spark_types, analysed,
+                                           known_rows)
         except NotCompared as exc:
             _ANSWERS[key] = exc
     found = _ANSWERS[key]
@@ -429,7 +434,8 @@ def _reference(spark, duck: _Engine, scope_key: tuple, query_sql: str, frames: d
     return found
 
 
-def _run_reference(spark, duck: _Engine, scope_key: tuple, query_sql: str, frames: dict, spark_types, analysed):
+def _run_reference(spark, duck: _Engine, scope_key: tuple, query_sql: str, frames: dict, spark_types, analysed,
+                   known_rows: dict | None):
     why = semantic_differences(analysed())
     if why:
         raise NotCompared(why)
@@ -438,7 +444,7 @@ def _run_reference(spark, duck: _Engine, scope_key: tuple, query_sql: str, frame
         names = referenced_tables(duck_sql)
     except Exception as exc:
         raise NotCompared(f"the translated query does not parse: {_first_line(exc)}") from None
-    duck.use_tables(arrow_inputs(scope_key, frames, names))
+    duck.use_tables(arrow_inputs(scope_key, frames, names, known_rows))
     zone = spark.conf.get("spark.sql.session.timeZone")
     try:
         duck.con.execute("SET TimeZone = ?", [zone]) if zone else None

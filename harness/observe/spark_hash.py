@@ -58,6 +58,76 @@ def _hash_bytes(values: list, seeds, np):
     return out
 
 
+def _round(np, acc, lane):
+    return _rotl(np, acc + lane * np.uint64(P2), 31) * np.uint64(P1)
+
+
+def _lanes(np, block, start: int, width: int):
+    """Little-endian words of `width` bytes at `start` of every row of a 2-D byte block."""
+    kind = np.dtype("<u8") if width == 8 else np.dtype("<u4")
+    return np.ascontiguousarray(block[:, start:start + width]).view(kind)[:, 0].astype(np.uint64)
+
+
+def _xxh64_rows(np, block, seeds):
+    """XXH64 of each row of `block` (rows of one length, as a 2-D uint8 array), one seed
+    per row: the reference algorithm (Spark's XXH64.hashUnsafeBytes), run on all rows at once."""
+    length = block.shape[1]
+    at = 0
+    if length >= 32:
+        v = [seeds + np.uint64(P1) + np.uint64(P2), seeds + np.uint64(P2), seeds.copy(), seeds - np.uint64(P1)]
+        while at + 32 <= length:
+            v = [_round(np, v[i], _lanes(np, block, at + 8 * i, 8)) for i in range(4)]
+            at += 32
+        h = _rotl(np, v[0], 1) + _rotl(np, v[1], 7) + _rotl(np, v[2], 12) + _rotl(np, v[3], 18)
+        for lane in v:
+            h = (h ^ _round(np, np.zeros_like(lane), lane)) * np.uint64(P1) + np.uint64(P4)
+    else:
+        h = seeds + np.uint64(P5)
+    h = h + np.uint64(length)
+    while at + 8 <= length:
+        h = h ^ _round(np, np.zeros_like(h), _lanes(np, block, at, 8))
+        h = _rotl(np, h, 27) * np.uint64(P1) + np.uint64(P4)
+        at += 8
+    if at + 4 <= length:
+        h = h ^ (_lanes(np, block, at, 4) * np.uint64(P1))
+        h = _rotl(np, h, 23) * np.uint64(P2) + np.uint64(P3)
+        at += 4
+    while at < length:
+        h = h ^ (block[:, at].astype(np.uint64) * np.uint64(P5))
+        h = _rotl(np, h, 11) * np.uint64(P1)
+        at += 1
+    return _fmix(np, h)
+
+
+# Rows of one length hashed together only where there are enough of them to pay for the
+# Python loop over the length's words; the rest one by one.
+_ROWS_PER_LENGTH = 16
+
+
+def _hash_binary_array(np, array, seeds, valid):
+    """XXH64 of each value of an Arrow string or binary array (its offsets and bytes read
+    in place), grouped by length: a few numpy passes rather than a call per row."""
+    offsets_type = np.int64 if str(array.type).startswith("large") else np.int32
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=offsets_type)[array.offset:array.offset + len(array) + 1].astype(np.int64)
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+    starts, lengths = offsets[:-1], offsets[1:] - offsets[:-1]
+    out = seeds.copy()
+    by_length = np.where(valid)[0]
+    for length in np.unique(lengths[by_length]):
+        rows = by_length[lengths[by_length] == length]
+        if len(rows) < _ROWS_PER_LENGTH:
+            import xxhash
+            for row in rows:
+                value = data[starts[row]:starts[row] + length].tobytes()
+                out[row] = xxhash.xxh64_intdigest(value, int(seeds[row]))
+            continue
+        block = data[starts[rows][:, None] + np.arange(length, dtype=np.int64)] if length else \
+            np.zeros((len(rows), 0), np.uint8)
+        out[rows] = _xxh64_rows(np, block, seeds[rows])
+    return out
+
+
 def _java_bytes(unscaled: int) -> bytes:
     """BigInteger.toByteArray: the minimal big-endian two's complement."""
     length = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
@@ -92,17 +162,17 @@ def _column_hashes(np, pa, column, seeds):
         bits[np.isnan(raw)] = 0x7FF8000000000000  # Double.doubleToLongBits: one NaN
         bits[raw == 0] = 0
         hashed = hash_long(np, bits, seeds)
+    elif pa.types.is_decimal(kind) and kind.precision <= 18 and kind.bit_width == 128:
+        # the unscaled value's low word: a value of 18 digits fits a long (the high word
+        # is its sign); Spark hashes it as that long
+        words = np.frombuffer(column.buffers()[1], dtype="<i8")[2 * column.offset:2 * (column.offset + len(column))]
+        hashed = hash_long(np, words[0::2].astype(np.int64).view(np.uint64), seeds)
     elif pa.types.is_decimal(kind):
         unscaled = [None if v is None else int(v.scaleb(kind.scale)) for v in column.to_pylist()]
-        if kind.precision <= 18:
-            raw = np.array([0 if v is None else v for v in unscaled], dtype=np.int64)
-            hashed = hash_long(np, raw.view(np.uint64), seeds)
-        else:
-            hashed = _hash_bytes([None if v is None else _java_bytes(v) for v in unscaled], seeds, np)
-    elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        hashed = _hash_bytes([None if v is None else v.encode("utf-8") for v in column.to_pylist()], seeds, np)
-    elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-        hashed = _hash_bytes(column.to_pylist(), seeds, np)
+        hashed = _hash_bytes([None if v is None else _java_bytes(v) for v in unscaled], seeds, np)
+    elif pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) or \
+            pa.types.is_large_binary(kind):
+        hashed = _hash_binary_array(np, column, seeds, valid)
     elif pa.types.is_null(kind):
         return seeds
     else:

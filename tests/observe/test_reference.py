@@ -17,8 +17,10 @@ def spark_checksum(frame) -> tuple:
     return int(row["rows"]), checksum_text(row["hash_sum"])
 
 
-def test_sparks_checksum_in_python_equals_sparks_for_every_primitive_type(session):
+@pytest.mark.parametrize("rows_per_length", [1, 1_000_000])  # strings hashed per length group, or one by one
+def test_sparks_checksum_in_python_equals_sparks_for_every_primitive_type(session, monkeypatch, rows_per_length):
     import pyarrow as pa
+    monkeypatch.setattr(spark_hash, "_ROWS_PER_LENGTH", rows_per_length)
     spark = session.spark
     frame = spark.sql("""
         SELECT id, CAST(id AS INT) i, CAST(id % 100 AS SMALLINT) s, CAST(id % 100 AS TINYINT) t, id % 3 = 0 b,
@@ -26,7 +28,10 @@ def test_sparks_checksum_in_python_equals_sparks_for_every_primitive_type(sessio
                CAST(id * 1.37 AS DECIMAL(10,2)) d10, CAST(-id * 1.37 AS DECIMAL(30,3)) d30,
                concat('s', id, 'ü') str, IF(id % 5 = 0, NULL, CAST(id AS STRING)) nstr,
                date_add(DATE'2020-01-01', CAST(id AS INT)) dt, CAST(date_add(DATE'2020-01-01', CAST(id AS INT)) AS TIMESTAMP) ts,
-               CAST(CAST(id AS STRING) AS BINARY) bin, IF(id = 3, double('NaN'), 1.0D) nan
+               CAST(CAST(id AS STRING) AS BINARY) bin, IF(id = 3, double('NaN'), 1.0D) nan,
+               repeat(IF(id % 2 = 0, 'aü', 'b'), CAST(abs(id) % 40 AS INT)) long_str,
+               CAST(repeat('x', CAST(abs(id) % 70 AS INT)) AS BINARY) long_bin,
+               CAST(id AS DECIMAL(18,0)) d18, CAST(id * -1.5 AS DECIMAL(18,1)) d18n
         FROM range(-50, 600)""")
     table = pa.Table.from_batches(frame._collect_as_arrow())
     assert (table.num_rows, spark_hash.checksum(table)) == spark_checksum(frame)
@@ -191,3 +196,19 @@ def test_rows_at_most_reads_the_plans_bound_or_counts_past_it(session):
     assert reference.rows_at_most(spark.range(5000), 100) == 101                   # more than the bound
     assert reference.rows_at_most(spark.range(5000).filter("id % 1000 = 0"), 100) == 5  # counted
     assert reference.rows_at_most(spark.createDataFrame([(1,), (2,)], "a int"), 100) == 2
+
+
+def test_the_files_own_row_counts_spare_counting_the_inputs(session, write_scenario, monkeypatch):
+    # fact written to parquet (its plan has no bound on rows): its 3,000 rows are the file's;
+    # dim filtered: only Spark knows how many rows it keeps, so it is counted
+    text = TWO_TABLES.replace("JOIN_TYPE", "inner").replace("reference_two_tables", "reference_known_rows")
+    text = text.replace("  fact:\n    rows: 3000\n", "  fact:\n    rows: 3000\n    materialize: parquet\n")
+    text = text.replace("  dim:\n    rows: 100\n", "  dim:\n    rows: 100\n    filter: \"k % 2 = 0\"\n")
+    case = expand(load_scenario(write_scenario(text)))[0]
+    assert answers.exact_rows(case) == {"fact": 3000}
+    counted, rows_at_most = [], reference.rows_at_most
+    monkeypatch.setattr(reference, "rows_at_most", lambda frame, bound: counted.append(frame) or
+                        rows_at_most(frame, bound))
+    record = runner.run_case(case, session)
+    assert record.observed.reference["agrees"], record.observed.reference
+    assert len(counted) == 1  # dim only
