@@ -22,7 +22,12 @@ def fresh_run(paths: list[str], workers: str, extra: list[str]) -> tuple[float, 
                         *extra, "--fresh", "--report-dir", tmp, "--store", str(Path(tmp) / "store")],
                        cwd=ROOT, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - started
-        return wall, json.loads(next(Path(tmp).glob("*/results.json")).read_text())["cases"]
+        results = next(Path(tmp).glob("*/results.json"))
+        keep = os.environ.get("BENCH_KEEP")  # a folder: each run's results.json kept there, to compare item by item
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            (Path(keep) / f"{int(time.time())}{'-'.join(extra)}.json").write_text(results.read_text())
+        return wall, json.loads(results.read_text())["cases"]
 
 
 def orders(rounds: int) -> list[list[bool]]:
