@@ -1,5 +1,5 @@
 """Command line: `python -m harness diff|matrix|merge|accept|explain|capture|baseline|cluster-test|connect-test|flakes|
-bisect|upgrade`
+bisect|upgrade|init`
 (see --help of each). Thin: each command parses its arguments and calls its stage."""
 from __future__ import annotations
 
@@ -9,21 +9,41 @@ import sys
 from harness import __version__
 
 
+REPORT_DIR_HELP = "the report folder (default: the project's, reports/ at its root)"
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="python -m harness", description="Spark join strategy harness")
     root.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = root.add_subparsers(dest="command", required=True)
     for add in (_diff_parser, _matrix_parser, _accept_parser, _explain_parser, _connect_parser, _cluster_parser,
                 _capture_parser, _baseline_parser, _merge_parser, _conf_keys_parser, _flakes_parser, _bisect_parser,
-                _upgrade_parser):
+                _upgrade_parser, _init_parser):
         add(commands)
     return root
 
 
 def main(argv: list[str] | None = None) -> int:
+    from harness.core.project import ProjectError, find
     root = parser()
     args = root.parse_args(argv)
-    return COMMANDS[args.command](args, root)
+    try:
+        if args.command != "init":
+            _project_defaults(args, find())  # settings that cannot be used are said before anything runs
+        return COMMANDS[args.command](args, root)
+    except ProjectError as exc:  # the project's settings: one line, never a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _project_defaults(args, here) -> None:
+    """The report folder and result store the project names (harness.core.project), where
+    the command line names none: every command reads and writes in the team's repository."""
+    if getattr(args, "report_dir", "") is None:
+        folder = here.path(here.report_dir)
+        args.report_dir = str(folder / "flakes" if args.command == "flakes" else folder)
+    if getattr(args, "store", "") is None and here.store:
+        args.store = str(here.path(here.store))
 
 
 def _with_k(args) -> list[str]:
@@ -34,7 +54,7 @@ def _diff_parser(commands) -> None:
     diff = commands.add_parser("diff", help="what changed between two Spark versions' results")
     diff.add_argument("old", help="Spark version, e.g. 3.5.7 (reads <report-dir>/<version>/results.json)")
     diff.add_argument("new", help="Spark version, e.g. 4.3.0")
-    diff.add_argument("--report-dir", default="reports")
+    diff.add_argument("--report-dir", default=None, help=REPORT_DIR_HELP)
     diff.add_argument("--fail-on", default="", metavar="KINDS",
                       help="exit 1 when a case changed in one of these kinds, comma-separated "
                            "(e.g. 'strategy,build side,result'; for CI)")
@@ -49,7 +69,7 @@ def _matrix_parser(commands) -> None:
     matrix.add_argument("versions", nargs="*", metavar="VERSION|PATH",
                         help="PySpark versions (default: latest patch of 3.0 ... 4.3), and scenario files or "
                              "folders to run (default: scenarios/), in any order")
-    matrix.add_argument("--report-dir", default="reports")
+    matrix.add_argument("--report-dir", default=None, help=REPORT_DIR_HELP)
     matrix.add_argument("--workers", default="2")
     matrix.add_argument("--engine", default=None, metavar="NAME",
                         help="every version under a native engine (comet): reports in REPORT_DIR/NAME/")
@@ -70,7 +90,7 @@ def _matrix_parser(commands) -> None:
 def _accept_parser(commands) -> None:
     accept = commands.add_parser("accept", help="write observed strategies and results into the scenario files")
     accept.add_argument("versions", nargs="*", help="Spark versions whose results to accept (default: all in report-dir)")
-    accept.add_argument("--report-dir", default="reports")
+    accept.add_argument("--report-dir", default=None, help=REPORT_DIR_HELP)
     accept.add_argument("-k", dest="keyword", default=None, help="only cases whose id contains this text")
     accept.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
 
@@ -83,13 +103,13 @@ def _explain_parser(commands) -> None:
 def _connect_parser(commands) -> None:
     connect = commands.add_parser("connect-test", help="the suite through a local Spark Connect server, "
                                                       "compared with local mode")
-    connect.add_argument("--report-dir", default="reports")
+    connect.add_argument("--report-dir", default=None, help=REPORT_DIR_HELP)
     connect.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
 
 
 def _cluster_parser(commands) -> None:
     cluster = commands.add_parser("cluster-test", help="the suite on a local standalone cluster, compared with local mode")
-    cluster.add_argument("--report-dir", default="reports")
+    cluster.add_argument("--report-dir", default=None, help=REPORT_DIR_HELP)
     cluster.add_argument("--workers", type=int, default=2, help="worker JVMs (1 core each)")
     cluster.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
 
@@ -150,8 +170,9 @@ def _flakes_parser(commands) -> None:
                         help="busy processes beside the run, each spinning on one core (at most 4 × cores)")
     flakes.add_argument("--workers", default="2", help="pytest-xdist workers (0: none; default 2)")
     flakes.add_argument("-k", dest="keyword", default=None, help="only items matching this pytest -k expression")
-    flakes.add_argument("--report-dir", default="reports/flakes",
-                        help="where <version>/results.json and index.html go (default: reports/flakes)")
+    flakes.add_argument("--report-dir", default=None,
+                        help="where <version>/results.json and index.html go (default: the project's report "
+                             "folder's flakes/)")
 
 
 def _bisect_parser(commands) -> None:
@@ -160,7 +181,7 @@ def _bisect_parser(commands) -> None:
     bisect.add_argument("paths", nargs="*", help="scenario files or folders whose cases to search (default: all that differ)")
     bisect.add_argument("--good", required=True, metavar="VERSION", help="the earlier PySpark release, e.g. 3.5.9")
     bisect.add_argument("--bad", required=True, metavar="VERSION", help="the later one, e.g. 4.3.0")
-    bisect.add_argument("--report-dir", default="reports",
+    bisect.add_argument("--report-dir", default=None,
                         help="where <version>/results.json of --good and --bad are read (run over PATHS when missing)")
     bisect.add_argument("--good-dir", default=None, metavar="DIR",
                         help="--good's results from this report folder instead (made elsewhere: CI, another machine)")
@@ -184,8 +205,19 @@ def _upgrade_parser(commands) -> None:
     upgrade.add_argument("old", metavar="FROM", help="the version you run, e.g. 3.3.4")
     upgrade.add_argument("new", metavar="TO", help="the version you upgrade to, e.g. 3.5.9")
     upgrade.add_argument("paths", nargs="*", help="scenario files or folders (default: scenarios)")
-    upgrade.add_argument("--report-dir", default="reports")
+    upgrade.add_argument("--report-dir", default=None, help=REPORT_DIR_HELP)
     upgrade.add_argument("--workers", default="2")
+
+
+def _init_parser(commands) -> None:
+    init = commands.add_parser("init", help="set the harness up in your own repository: scenarios/ with an example, "
+                                            "a [tool.join-harness] table, a CI workflow (never overwrites)")
+    init.add_argument("folder", nargs="?", default=None, help="the repository (default: the current folder)")
+
+
+def _init(args, root) -> int:
+    from harness.deploy import init_project
+    return init_project.main(args.folder)
 
 
 def _bisect(args, root) -> int:
@@ -286,6 +318,12 @@ def _matrix(args, root) -> int:
         versions, paths = matrix.versions_and_paths(args.versions)
     except ValueError as exc:
         root.error(str(exc))
+    if not paths:
+        from harness.core import project
+        missing = project.find().missing_scenarios()
+        if missing:
+            print(f"error: {missing}", file=sys.stderr)
+            return 2
     return matrix.main(versions, report_dir, args.workers, extra, jobs=max(1, args.jobs), store=store, paths=paths)
 
 
@@ -339,4 +377,5 @@ def _scale(text: str) -> float:
 
 COMMANDS = {"diff": _diff, "matrix": _matrix, "accept": _accept, "explain": _explain, "connect-test": _connect_test,
             "cluster-test": _cluster_test, "capture": _capture, "baseline": _baseline, "merge": _merge,
-            "conf-keys": _conf_keys, "flakes": _flakes, "bisect": _bisect, "upgrade": _upgrade}
+            "conf-keys": _conf_keys, "flakes": _flakes, "bisect": _bisect, "upgrade": _upgrade,
+            "init": _init}

@@ -101,6 +101,7 @@ def pytest_configure(config):
     config._harness_ids = {}
     # One broken scenario file must not stop the others from running.
     config.option.continue_on_collection_errors = True
+    _project_defaults(config)
     if config.getoption("spark_remote") and config.getoption("report_dir") == REPORTS:
         # Never into the local runs' folder: results merge by case id there.
         config.option.report_dir = str(Path(REPORTS) / "connect")
@@ -207,6 +208,20 @@ def pytest_xdist_auto_num_workers(config):
     if to_run != 0 and _bulk_selection(config):
         return 1  # one JVM with every core: two would split the cores the loops need
     return {0: 0, 1: 1}.get(to_run)
+
+
+def _project_defaults(config) -> None:
+    """The report folder and result store the project's settings name (harness.core.project),
+    where the command line names none."""
+    from harness.core.project import ProjectError, find
+    try:
+        here = find(config.invocation_params.dir)
+    except ProjectError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if config.getoption("report_dir") == REPORTS and here.report_dir != REPORTS:
+        config.option.report_dir = str(here.path(here.report_dir))
+    if config.getoption("store") is None and here.store:
+        config.option.store = str(here.path(here.store))
 
 
 def store_folder(config) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.check.file_checks import AGREEMENT, PARTITIONS, file_checks
-from harness.check.partitions import partitions_id
+from harness.check.partitions import judged_from_check, partitions_id
 from harness.core.text import display_path, one_line
 from harness.plugin_state import (
     FAILING,
@@ -287,8 +287,17 @@ class AgreementItem(CheckItem):
 
     def _hand_over(self, record) -> None:
         """The partitions this check ran, to the file's partitions item (collected right
-        after it, so on this worker as a rule)."""
-        HANDED[(partitions_id(self.case), self.flake_run)] = record
+        after it, so on this worker as a rule) where the run has that item."""
+        if partitions_id(self.case) in _selected_partitions(self.session):
+            HANDED[(partitions_id(self.case), self.flake_run)] = record
+
+
+def _selected_partitions(session) -> set:
+    """The ids of the partitions items this run selected (after -k and markers)."""
+    if getattr(session, "_harness_partitions", None) is None:
+        session._harness_partitions = {partitions_id(item.case) for item in session.items
+                                      if isinstance(item, PartitionsItem)}
+    return session._harness_partitions
 
 
 # partitions item (id, repetition) → the agreement record of this worker whose partitions it judges
@@ -304,7 +313,7 @@ class PartitionsItem(CheckItem):
     def _recall(self, reuse: Reuse | None):
         agreement = HANDED.pop((partitions_id(self.case), self.flake_run), None)
         if agreement is not None:
-            return _partitions_record(self.case, agreement)
+            return judged_from_check(self.case, agreement)
         return reuse.recall_partitions(self.case) if reuse is not None else None
 
     def _run(self, session):
@@ -314,13 +323,7 @@ class PartitionsItem(CheckItem):
         reuse = self.config.stash[REUSE]
         if reuse is not None:
             reuse.keep(self.case, AGREEMENT, agreement, session)
-        return _partitions_record(self.case, agreement)
+        return judged_from_check(self.case, agreement)
 
     def _keep(self, reuse: Reuse | None, record, session) -> None:
         """Nothing of its own: the check it judges was kept under its own key."""
-
-
-def _partitions_record(case, agreement):
-    """The partitions item's record, judged from an agreement record's observation."""
-    from harness.check.partitions import judged_from_check
-    return judged_from_check(case, agreement)

@@ -61,3 +61,10 @@ def test_the_readme_scenario_loads(tmp_path):
     path = tmp_path / "readme.yaml"
     path.write_text(scenario)
     assert load_scenario(path).id == "bhj_dim_fact"
+
+
+def test_the_release_the_docs_pin_is_this_one():
+    import harness
+    pinned = {match for page in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+              for match in re.findall(r"spark-join-harness==([\w.]+)", page.read_text(encoding="utf-8"))}
+    assert pinned == {harness.__version__}

@@ -7,9 +7,6 @@ import re
 import tempfile
 from pathlib import Path
 
-# The checkout (or installed tree) the harness runs from.
-ROOT = Path(__file__).resolve().parents[2]
-
 TEMP_MARK = ".tmp-"
 
 

@@ -22,7 +22,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core.files import ROOT
+from harness.core import project
 from harness.deploy import conf_keys, matrix
 from harness.report import diff
 
@@ -83,7 +83,8 @@ def write_variant(out: Path, record: dict, settings: tuple, number: int) -> Vari
     in OUT/tries/ where its catalogs are copied beside it (a round-trip edit: the file
     reads as the harness reads it, `on:` a key, not a boolean)."""
     from harness.report.accept import round_trip_yaml
-    source = ROOT / record["file"]
+    root = project.find().root
+    source = root / record["file"]
     yaml = round_trip_yaml()
     data = yaml.load(source.read_text(encoding="utf-8"))
     scenario_id = str(data["id"])
@@ -94,7 +95,7 @@ def write_variant(out: Path, record: dict, settings: tuple, number: int) -> Vari
         conf[setting.key] = setting.value
     data["spark_conf"] = conf
     try:
-        relative = source.parent.relative_to(ROOT)  # scenarios/...: its catalogs stay inside a scenarios tree
+        relative = source.parent.relative_to(root)  # scenarios/...: its catalogs stay inside a scenarios tree
     except ValueError:
         relative = Path("scenarios") / source.parent.name
     folder = out / "tries" / relative

@@ -24,7 +24,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.core.files import ROOT, atomic_write_text
+from harness.core import project
+from harness.core.files import atomic_write_text
 from harness.deploy import matrix, releases
 from harness.report import diff
 
@@ -171,7 +172,7 @@ class Prober:
         self.log(f"[bisect] Spark {release}: {asked} in {seconds} s")
         document = json.loads(results.read_text(encoding="utf-8"))
         for entry in document.get("invalid") or []:
-            self.refused[str((ROOT / entry["file"]).resolve())] = entry["message"]
+            self.refused[str(project.find().path(entry["file"]).resolve())] = entry["message"]
         return {c["case_id"]: c for c in document["cases"]}
 
 
@@ -192,7 +193,7 @@ def _pytest(release: str, python: Path, node_ids: list[str], report_dir: Path, s
                "-n", "auto", "-q", "-p", "no:cacheprovider", "--report-dir", str(report_dir), "--no-merged-page",
                "--store", store, *extra]
     with open(report_dir / "pytest.log", "w") as out:
-        return subprocess.run(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+        return subprocess.run(command, cwd=project.find().root, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
 
 
 def node_id(record: dict) -> str:
@@ -268,7 +269,7 @@ def bisect(paths: list[str], good: str, bad: str, prober: Prober, report_root: P
         ends[release] = results_of((folders or {}).get(release) or report_root, release)
         if ends[release] is None:
             log(f"[bisect] no results of Spark {release} in {report_root}: running {' '.join(paths) or 'scenarios'} on it")
-            records = prober.run(release, list(paths) or ["scenarios"], name=f"{release}-all")
+            records = prober.run(release, list(paths) or [str(p) for p in project.find().scenario_paths()], name=f"{release}-all")
             if records is None:
                 raise BisectError(f"Spark {release} cannot be run: {prober.broken[release]}")
             ends[release] = {"cases": list(records.values())}
@@ -345,6 +346,6 @@ def _selection(paths: list[str]):
     roots = [Path(p).resolve() for p in paths]
 
     def wanted(record: dict) -> bool:
-        file = (ROOT / record["file"]).resolve()
+        file = project.find().path(record["file"]).resolve()
         return any(file == root or root in file.parents for root in roots)
     return wanted

@@ -25,7 +25,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from harness.core.files import ROOT
+from harness.core import project
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -202,11 +202,11 @@ def conf_args(workers: int) -> list[str]:
 
 def run_suite(report_dir: str, extra: list[str], master: str | None = None, cluster_workers: int = 0) -> int:
     xdist = "1" if master else "2"  # on the cluster: one application holding every executor
-    args = [sys.executable, "-m", "pytest", "scenarios", "-q", "-n", xdist, "-p", "no:cacheprovider",
+    args = [sys.executable, "-m", "pytest", *map(str, project.find().scenario_paths()), "-q", "-n", xdist, "-p", "no:cacheprovider",
             "--report-dir", report_dir, *extra]
     if master:
         args += ["--spark-master", master, *conf_args(cluster_workers)]
-    return subprocess.run(args, cwd=ROOT).returncode
+    return subprocess.run(args, cwd=project.find().root).returncode
 
 
 def compare(local: dict, cluster: dict) -> dict:

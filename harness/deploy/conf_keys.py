@@ -33,11 +33,8 @@ DUMP = ("import json\n"
 
 def _dump(spark: str, python: Path, script: str, *args: str):
     """What `script` prints after `KEYS ` in the environment of Spark `spark`, as JSON."""
-    env = dict(os.environ, PYTHONPATH=str(matrix.ROOT), PYSPARK_PYTHON=str(python))
-    if matrix.needs_java11(spark):
-        env["JAVA_HOME"] = matrix.java_home(python) or ""
-    done = subprocess.run([str(python), "-c", script, *args], capture_output=True, text=True, env=env, timeout=600,
-                          cwd=matrix.ROOT)
+    env, _ = matrix.pytest_env(spark, python, "1")
+    done = subprocess.run([str(python), "-c", script, *args], capture_output=True, text=True, env=env, timeout=600)
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("KEYS ")), None)
     if line is None:
         raise RuntimeError(f"Spark {spark}: no keys ({done.stderr.strip().splitlines()[-1:] or 'no output'})")
@@ -158,7 +155,7 @@ DEFAULTS_DUMP = ("import json\n"
 def defaults_of(spark: str, python: Path) -> dict[str, dict]:
     """key → {default, kind, static, version, doc} as release `spark`'s own registry declares
     them, measured once in its environment and kept beside the environments."""
-    cache = matrix.ENV_ROOT / "conf-defaults" / f"{spark}.json"
+    cache = matrix.env_root() / "conf-defaults" / f"{spark}.json"
     if cache.exists():
         return json.loads(cache.read_text(encoding="utf-8"))
     version, found = _dump(spark, python, DEFAULTS_DUMP)

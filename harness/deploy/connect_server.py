@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.core.files import ROOT
+from harness.core import project
 from harness.core.options import RunOptions
 from harness.core.records import NOT_RUN
 from harness.deploy.cluster import (
@@ -244,7 +244,7 @@ def main(report_dir: str = "reports", extra: list[str] | None = None) -> int:
 
     def run_through_connect(folder: str) -> int:
         # the Iceberg runtime only when the suite declares Iceberg tables, as for a local run
-        with ConnectServer(iceberg=declares_format([ROOT / "scenarios"], "iceberg")) as server:
+        with ConnectServer(iceberg=declares_format(project.find().scenario_paths(), "iceberg")) as server:
             return run_suite(folder, [*extra, "--spark-remote", server.url])
 
     return against_local(report_dir, extra, "connect", run_through_connect, compare,

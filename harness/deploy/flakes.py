@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.core import project
+
 MAX_RUNS = 100
 MAX_STRESS_S = 6 * 3600
 # One busy process: spins, checking once a second that its parent lives and that its
@@ -68,7 +70,7 @@ def main(paths: list[str], runs: int, stress: int, report_dir: str, workers: str
         return 2
     # the plugin by module: an environment of Spark 3.0 installs the harness without its entry point
     command = [sys.executable, "-m", "pytest", "-p", "no:join_harness", "-p", "harness.plugin",
-               *(paths or ["scenarios"]), "-q", "-p", "no:cacheprovider",
+               *(paths or [str(p) for p in project.find().scenario_paths()]), "-q", "-p", "no:cacheprovider",
                "--flake-runs", str(runs), "--report-dir", report_dir, "--no-merged-page", *(extra or [])]
     if workers != "0":
         command += ["-n", workers]

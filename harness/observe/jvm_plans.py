@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from harness.core.vocab import BUILD_SIDES, JOIN_OPERATORS, NO_JOIN, PLAN_TEXT_LIMIT
+from harness.core.vocab import BUILD_SIDES, JOIN_OPERATORS, NO_JOIN, PLAN_TEXT_LIMIT, spark_version
 from harness.observe import cost as costs
-from harness.observe import filter_sides
+from harness.observe import filter_model, filter_sides
 from harness.spark import engines
 
 
@@ -508,14 +508,18 @@ def join_estimates(dataframe, logical: bool = True) -> list[dict]:
 _HINT = re.compile(r"(left|right)Hint=\(strategy=(\w+)\)")
 
 
-def _session_sizes(dataframe) -> tuple:
-    """(spark.sql.defaultSizeInBytes: a relation without statistics, autoBroadcastJoinThreshold)."""
+def _session_sizes(dataframe) -> tuple | None:
+    """(spark.sql.defaultSizeInBytes: a relation without statistics, autoBroadcastJoinThreshold),
+    what InjectRuntimeFilter sizes by; None before 3.3 (no runtime filters to read)."""
+    version = _safe_str(lambda: dataframe._jdf.sparkSession().version())
+    if version and spark_version(version) < spark_version(filter_model.SINCE):
+        return None
     conf = _safe_call(lambda: dataframe._jdf.sparkSession().sessionState().conf())
     return (_safe_call(lambda: int(str(conf.defaultSizeInBytes()))),
             _safe_call(lambda: int(str(conf.autoBroadcastJoinThreshold()))))
 
 
-def _logical_join(jvm, node, sizes: tuple = (None, None)) -> dict:
+def _logical_join(jvm, node, sizes: tuple | None = (None, None)) -> dict:
     """The logical join as JoinSelection sees it: type, strategy hints per side, whether
     ExtractEquiJoinKeys matches and its keys are orderable, and whether the single-column
     null-aware anti join pattern (3.1+) matches; and its sides as InjectRuntimeFilter reads
@@ -533,7 +537,7 @@ def _logical_join(jvm, node, sizes: tuple = (None, None)) -> dict:
     matched = equi.get() if equi is not None and equi.isDefined() else None
     return {"join_type": _safe_str(lambda: node.joinType()), "hints": hints,
             "equi": matched is not None, "orderable": orderable, "null_aware_candidate": bool(naaj),
-            "filter_sides": _safe_call(lambda: filter_sides.of_join(matched, node, *sizes))}
+            "filter_sides": _safe_call(lambda: filter_sides.of_join(matched, node, *sizes)) if sizes else None}
 
 
 CATALYST = "org.apache.spark.sql.catalyst"

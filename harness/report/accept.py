@@ -29,7 +29,8 @@ from pathlib import Path
 
 from harness.check import expect
 from harness.check.compare_plans import compare_plan
-from harness.core.files import ROOT, atomic_write_text
+from harness.core import project
+from harness.core.files import atomic_write_text
 from harness.core.records import Observation
 from harness.core.text import display_path
 from harness.core.vocab import version_sort_key, written_join_node
@@ -293,7 +294,7 @@ def _scenario_path(record: dict) -> Path:
     path = Path(record["file"])
     if path.is_absolute():
         return path
-    return path if path.exists() else ROOT / path
+    return path if path.exists() else project.find().path(path)
 
 
 def gather(report_dir: str, versions: list[str], keyword: str | None) -> dict[Path, FilePlan]:

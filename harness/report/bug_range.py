@@ -17,7 +17,8 @@ import re
 
 from packaging.specifiers import SpecifierSet
 
-from harness.core.files import ROOT, atomic_write_text
+from harness.core import project
+from harness.core.files import atomic_write_text
 from harness.core.vocab import spark_version
 
 BUG_CLEAN_FAILURE = "declared affected by"
@@ -96,7 +97,7 @@ def write_measured(findings: list[dict], records: dict, log=print) -> list[str]:
         if None in flips or flips[0] == flips[1]:
             continue
         buggy, clean = (found["good"], found["bad"]) if flips[0] else (found["bad"], found["good"])
-        path = ROOT / found["file"]
+        path = project.find().path(found["file"])
         yaml = round_trip_yaml()
         data = yaml.load(path.read_text(encoding="utf-8"))
         new, done = measured_affected(data["bug"]["affected"], buggy, clean)

@@ -1,6 +1,6 @@
 """What an observation depends on, as one digest: the scenario minus what only judges it
 (description, tags, bug, expect), the case's matrix entry, the Faker pools it reads, the
-harness's own source, the PySpark, Java and Python versions, and the run options that
+harness's own source and release, the PySpark, Java and Python versions, and the run options that
 change what is observed. Two runs with the same digest observe the same thing."""
 from __future__ import annotations
 
@@ -55,8 +55,9 @@ class Environment:
     java: str
     python: str
     faker: str
-    harness: str
+    harness: str   # digest of the harness's own source
     session: str   # digest of the session and observing options
+    release: str = harness.__version__   # the harness release, named as well as digested
 
     @classmethod
     def of(cls, options: RunOptions) -> "Environment":

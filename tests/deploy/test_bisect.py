@@ -91,7 +91,7 @@ def test_versions_the_registry_lacks_or_in_the_wrong_order_are_refused_in_one_li
 
 def test_the_registry_unreachable_uses_the_kept_list_else_the_built_environments(tmp_path, monkeypatch):
     from harness.deploy import matrix
-    monkeypatch.setattr(matrix, "ENV_ROOT", tmp_path)
+    monkeypatch.setenv("HARNESS_MATRIX_ENVS", str(tmp_path))
     (tmp_path / "spark-3.5.1").mkdir()
     (tmp_path / "spark-3.5.1" / ".ready").touch()
     (tmp_path / "spark-3.4.0").mkdir()  # not built: not a release to search
