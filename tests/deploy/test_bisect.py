@@ -143,7 +143,7 @@ def test_a_setting_restores_a_change_only_when_it_brings_nothing_new():
 
 
 def test_a_variant_is_the_scenario_with_the_setting_under_a_new_id_beside_its_catalogs(tmp_path, monkeypatch):
-    monkeypatch.setattr(attribute, "ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)  # the project root: no settings there
     folder = tmp_path / "scenarios" / "w"
     folder.mkdir(parents=True)
     (folder / "catalog.yaml").write_text("tables: {}\n")
@@ -206,7 +206,7 @@ class SparkWithConfigs(FakeProber):
 def _two_findings(tmp_path, monkeypatch):
     """Two cases whose strategy changed between 3.4.2 and 3.4.3; three configs changed default."""
     from harness.deploy import conf_keys, matrix
-    monkeypatch.setattr(attribute, "ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)  # the project root: no settings there
     (tmp_path / "scenarios").mkdir()
     for name in ("c", "d"):
         (tmp_path / "scenarios" / f"{name}.yaml").write_text(f"id: {name}\njoin: {{left: a, right: b, on: [k]}}\n")
@@ -285,7 +285,7 @@ def test_a_bug_files_range_is_checked_against_the_flip_and_one_bound_moved(affec
 def test_write_moves_the_bound_in_the_file_and_says_what_was_measured(tmp_path, monkeypatch):
     from harness.report import bug_range
     from tests.conftest import MINIMAL
-    monkeypatch.setattr(bug_range, "ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)  # the project root: no settings there
     (tmp_path / "scenarios").mkdir()
     text = MINIMAL.replace("id: minimal", "id: bugged\nbug: {id: SPARK-1, affected: '<3.4.0'}  # from the tracker")
     (tmp_path / "scenarios" / "bugged.yaml").write_text(text)

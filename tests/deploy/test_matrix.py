@@ -41,8 +41,8 @@ def test_faker_pools_are_built_into_the_cache(write_scenario, monkeypatch, tmp_p
 
 def test_matrix_takes_files_and_folders_beside_versions(tmp_path, monkeypatch):
     """`matrix 3.5.9 4.3.0 scenarios/bugs one.yaml`: paths run instead of the whole suite,
-    made absolute (the suite runs from the harness's folder); a word that is neither is one
-    line."""
+    made absolute (the suite runs from the project root); a word that is neither is one
+    line. With none, the project's scenario paths, from its root."""
     one = tmp_path / "one.yaml"
     one.write_text("id: x\n")
     monkeypatch.chdir(tmp_path)
@@ -50,10 +50,13 @@ def test_matrix_takes_files_and_folders_beside_versions(tmp_path, monkeypatch):
     assert versions == ["3.5.9", "4.3.0"] and paths == [str(one), str(tmp_path)]
     with pytest.raises(ValueError, match="^nope.yaml: neither a Spark version"):
         matrix.versions_and_paths(["nope.yaml"])
-    ran = []
+    ran, where = [], []
     monkeypatch.setattr(matrix.subprocess, "run", lambda command, **kw: ran.append(command) or
-                        type("Done", (), {"returncode": 0})())
+                        where.append(kw["cwd"]) or type("Done", (), {"returncode": 0})())
     matrix.run_version("4.3.0", Path(sys.executable), str(tmp_path / "reports"), "2", [], paths=[str(one)])
+    (tmp_path / "join-harness.toml").write_text('paths = ["joins", "bugs"]\n')
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
     matrix.run_version("4.3.0", Path(sys.executable), str(tmp_path / "reports"), "2", [])
-    assert str(one) in ran[0] and "scenarios" not in ran[0]
-    assert "scenarios" in ran[1]
+    assert str(one) in ran[0] and not any(word.endswith("scenarios") for word in ran[0])
+    assert str(tmp_path / "joins") in ran[1] and str(tmp_path / "bugs") in ran[1] and where[1] == tmp_path
