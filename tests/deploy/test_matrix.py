@@ -60,3 +60,15 @@ def test_matrix_takes_files_and_folders_beside_versions(tmp_path, monkeypatch):
     matrix.run_version("4.3.0", Path(sys.executable), str(tmp_path / "reports"), "2", [])
     assert str(one) in ran[0] and not any(word.endswith("scenarios") for word in ran[0])
     assert str(tmp_path / "joins") in ran[1] and str(tmp_path / "bugs") in ran[1] and where[1] == tmp_path
+
+
+def test_an_environment_that_cannot_be_built_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder\n")
+    monkeypatch.setenv("HARNESS_MATRIX_ENVS", str(blocked / "envs"))  # a cache folder that cannot be written
+    monkeypatch.setattr(matrix, "find_python", lambda minor: sys.executable)
+    said = []
+    assert matrix.ensure_env("9.9.9", said.append) is None
+    assert said[-1].startswith(f"Spark 9.9.9: skipped, its environment could not be built in {blocked / 'envs'}"
+                               "/spark-9.9.9 (Not a directory:")
+    assert blocked.read_text() == "not a folder\n"
