@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import harness
+
 from harness.core.text import one_line
 from harness.plugin_state import (
     FLAKE_RUN_KEY,
@@ -27,6 +29,16 @@ from harness.report.progress import Progress
 from harness.scenario.errors import ScenarioError
 from harness.scenario.model import expand, load_scenario
 from harness.spark.session import NO_SESSION
+
+
+def _junit_writer(config):
+    """pytest's junitxml writer of this run (None: no --junitxml, or a pytest that keeps it
+    elsewhere)."""
+    try:
+        from _pytest.junitxml import xml_key
+        return config.stash.get(xml_key, None)
+    except (ImportError, AttributeError):
+        return getattr(config, "_xml", None)
 
 
 class HarnessReporter:
@@ -50,6 +62,11 @@ class HarnessReporter:
         if terminal is not None:
             terminal.write("\n")  # pytest's progress dots leave the line open
             terminal.write_line(text)
+
+    def pytest_sessionstart(self, session):
+        junit = _junit_writer(self.config)  # the release in every report
+        if junit is not None:
+            junit.add_global_property("join_harness_release", harness.__version__)
 
     def pytest_collection_finish(self, session):
         self.progress.start([item.nodeid for item in session.items], previous_durations(self.config))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import harness
 from tests.conftest import MINIMAL, NEEDS_FAKER
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,6 +81,11 @@ def test_a_team_installs_the_wheel_and_runs_every_command_in_its_own_repository(
     spark = version("pyspark")
     results = json.loads((team / "reports" / spark / "results.json").read_text())
     assert {r["file"] for r in results["cases"]} == {"scenarios/example_broadcast.yaml", "scenarios/bugs/my_first.yaml"}
+    release = harness.__version__  # in every report the run wrote
+    assert results["harness"]["release"] == release
+    assert f'<property name="join_harness_release" value="{release}"' in (team / "reports" / spark / "junit.xml").read_text()
+    assert f"harness {release}" in (team / "reports" / spark / "summary.md").read_text()
+    assert f"harness {release}" in (team / "reports" / spark / "index.html").read_text()
 
     # the cases the pytest run observed: judged from the team's result store, nothing run again
     done = run("-m", "harness", "matrix", spark, "-k", "not agree and not partitions")

@@ -44,7 +44,8 @@ def markdown(results: dict, previous: tuple[str, dict] | None = None) -> str:
              f"{summary['cases']} cases, {summary['agreement_checks']} cross-strategy checks and "
              f"{summary.get('partition_checks', 0)} partitions checks on "
              f"{_escape(results.get('master') or '')} (Java {_escape(results['versions']['java'])}), "
-             f"{summary['total_case_seconds']:.0f} s in cases.",
+             f"{summary['total_case_seconds']:.0f} s in cases; harness "
+             f"{_escape((results.get('harness') or {}).get('release', 'unknown'))}.",
              *_reuse_lines(results),
              "",
              "| status | items |", "|---|---:|"]

@@ -120,7 +120,12 @@ def test_a_killed_writer_leaves_no_half_entry(tmp_path):
     ResultStore(folder, print).usable()
     writer = multiprocessing.get_context("spawn").Process(target=_endless_writer, args=(folder,))
     writer.start()
-    time.sleep(3)
+    # killed while it writes: once it has written some (a spawned interpreter under load
+    # can take seconds to start), then a moment more
+    deadline = time.monotonic() + 120
+    while ResultStore(folder, lambda message: None).count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(0.5)
     writer.kill()
     writer.join(30)
     seen = []
