@@ -10,6 +10,8 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
+import zipfile
 from importlib.metadata import version
 from pathlib import Path
 
@@ -23,15 +25,29 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
+    """The sdist built from the sources, then the wheel built from the sdist: both must hold
+    every file a command reads (schemas, templates, registries, engine metric names, init
+    files)."""
     folder = tmp_path_factory.mktemp("wheel")
     source = folder / "source"
-    # built from a copy: setuptools leaves build/ beside the sources it builds
+    # built from a copy: setuptools leaves build/ and egg-info beside the sources it builds
     shutil.copytree(ROOT / "harness", source / "harness", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w",
-                    str(folder), str(source)], check=True, capture_output=True)
-    return next(folder.glob("spark_join_harness-*.whl"))
+    subprocess.run([sys.executable, "-c", f"from setuptools import build_meta; build_meta.build_sdist({str(folder)!r})"],
+                   cwd=source, check=True, capture_output=True)
+    sdist = next(folder.glob("spark-join-harness-*.tar.gz"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(folder), str(sdist)],
+                   check=True, capture_output=True)
+    built = next(folder.glob("spark_join_harness-*.whl"))
+    data = {p.relative_to(ROOT).as_posix() for p in (ROOT / "harness").rglob("*")
+            if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts}
+    with tarfile.open(sdist) as archive:
+        in_sdist = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    with zipfile.ZipFile(built) as archive:
+        in_wheel = set(archive.namelist())
+    assert data and data <= in_sdist and data <= in_wheel, (data - in_sdist, data - in_wheel)
+    return built
 
 
 def _files(folder: Path) -> set:
