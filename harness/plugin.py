@@ -26,7 +26,7 @@ from harness.report import version_report
 from harness.report.progress import GUESS_S
 from harness.scenario import workload
 from harness.scenario.catalog import is_catalog_file
-from harness.scenario.model import expand, load_once, load_scenario, scenario_files
+from harness.scenario.model import expand, in_scenario_tree, load_once, load_scenario, scenario_files
 from harness.scenario.tables import declared_formats
 from harness.store import shards
 from harness.store.results_store import DEFAULT_FOLDER, RunStamp, StoreWarning
@@ -179,7 +179,7 @@ def _expanded_files(config, parsed=None) -> list[list]:
     """Each selected scenario file's cases (a file that does not load is left out:
     collection says why, without Spark)."""
     expanded = []
-    for path in scenario_files(config.args or [str(config.rootpath)]):
+    for path in scenario_files(config.args or [str(config.rootpath)], _scenario_roots(config)):
         try:
             expanded.append(expand(load_once(path, parsed) if parsed is not None else load_scenario(path)))
         except Exception:
@@ -218,6 +218,7 @@ def _project_defaults(config) -> None:
         here = find(config.invocation_params.dir)
     except ProjectError as exc:
         raise pytest.UsageError(str(exc)) from None
+    config._harness_scenario_roots = tuple(path.resolve() for path in here.scenario_paths())
     if config.getoption("report_dir") == REPORTS and here.report_dir != REPORTS:
         config.option.report_dir = str(here.path(here.report_dir))
     if config.getoption("store") is None and here.store:
@@ -381,7 +382,8 @@ def _runs_scenarios(config) -> bool:
 def pytest_collection(session):
     """An xdist worker judges the SQL of its share of the files before collecting them all."""
     if _runs_scenarios(session.config) and REUSE in session.config.stash:
-        judge_own_share(session.config, scenario_files(session.config.args or [str(session.config.rootpath)]))
+        judge_own_share(session.config, scenario_files(session.config.args or [str(session.config.rootpath)],
+                                                       _scenario_roots(session.config)))
 
 
 def _explicit_paths(config) -> set:
@@ -395,9 +397,15 @@ def _explicit_paths(config) -> set:
 def pytest_collect_file(file_path: Path, parent):
     if file_path.suffix not in (".yaml", ".yml") or is_catalog_file(file_path):
         return None
-    if "scenarios" in file_path.resolve().parts or file_path.resolve() in _explicit_paths(parent.config):
+    if in_scenario_tree(file_path, _scenario_roots(parent.config)) or \
+            file_path.resolve() in _explicit_paths(parent.config):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
+
+
+def _scenario_roots(config) -> tuple:
+    """The scenario paths the project's settings name (harness.core.project)."""
+    return getattr(config, "_harness_scenario_roots", ())
 
 
 def pytest_report_teststatus(report, config):

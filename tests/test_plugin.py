@@ -160,3 +160,15 @@ def test_an_unchecked_item_is_reported_at_its_scenario_file_and_line(pytester, s
                                  "SKIPPED [[]1[]] scenarios/varies.yaml:2: ternary partitioning: not compared (the "
                                  "file declares its answer varies*"])
     assert "plugin_items.py" not in result.stdout.str()
+
+
+def test_the_projects_scenario_paths_are_collected_whatever_their_folders_are_named(pytester, session):
+    (pytester.path / "join-harness.toml").write_text('paths = ["joins"]\nreport_dir = "out"\n')
+    (pytester.mkdir("joins") / "good.yaml").write_text(MINIMAL)
+    (pytester.mkdir("config") / "not_a_scenario.yaml").write_text("key: value\n")
+    result = pytester.runpytest("joins", "config", "--collect-only", "-q", "-p", "no:cacheprovider")
+    collected = [line for line in result.stdout.lines if "::" in line]
+    assert collected and all(line.startswith("joins/good.yaml::") for line in collected), result.stdout.str()
+    result = pytester.runpytest("joins", "-p", "no:cacheprovider", "-k", "not agree and not partitions")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "out" / session.versions["spark"] / "results.json").exists()  # the settings' folder

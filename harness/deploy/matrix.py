@@ -322,22 +322,16 @@ def known_bugs(report_dir: str, spark: str) -> list[str]:
 
 def _warm_faker_pools(paths: list[str] | None) -> int:
     from harness.scenario.errors import ScenarioError
-    from harness.scenario.model import load_scenario
+    from harness.scenario.model import load_scenario, scenario_files
     from harness.spark import datagen
     scenarios = []
-    for path in _scenario_files(paths or [str(p) for p in project.find().scenario_paths()]):
+    roots = [p.resolve() for p in project.find().scenario_paths()]
+    for path in scenario_files(paths or [str(p) for p in roots], roots):
         try:
             scenarios.append(load_scenario(path))
         except ScenarioError:
             pass  # reported by each version's run
     return datagen.warm_faker_pools(scenarios)
-
-
-def _scenario_files(paths: list[str]) -> list[Path]:
-    files = []
-    for path in map(Path, paths):
-        files += sorted(path.rglob("*.y*ml")) if path.is_dir() else [path] if path.exists() else []
-    return files
 
 
 def python_version(python: Path) -> str:

@@ -169,15 +169,22 @@ def load_once(path: Path, parsed: Optional[ParsedTexts] = None) -> Scenario:
     return _LOADED[key]
 
 
-def scenario_files(args: list[str]) -> list[Path]:
+def in_scenario_tree(path: Path, roots=()) -> bool:
+    """Whether a YAML file is a scenario by where it is: under a folder named `scenarios`,
+    or under one of `roots` (the scenario paths a project's settings name)."""
+    resolved = path.resolve()
+    return "scenarios" in resolved.parts or any(resolved == root or root in resolved.parents for root in roots)
+
+
+def scenario_files(args: list[str], roots=()) -> list[Path]:
     """The scenario files that command-line paths name: files, and the .yaml/.yml files
-    under folders in a `scenarios` tree (hidden folders left out)."""
+    under folders in a `scenarios` tree or under `roots` (hidden folders left out)."""
     found = []
     for arg in args:
         path = Path(arg.split("::")[0])
         if path.is_dir():
             found += [p for p in sorted(path.rglob("*.y*ml")) if p.suffix in (".yaml", ".yml")
-                      and "scenarios" in p.resolve().parts and not any(part.startswith(".") for part in p.parts)
+                      and in_scenario_tree(p, roots) and not any(part.startswith(".") for part in p.parts)
                       and not is_catalog_file(p)]
         elif path.suffix in (".yaml", ".yml") and not is_catalog_file(path):
             found.append(path)
