@@ -132,12 +132,23 @@ def _table(spark, meta, relation) -> CapturedTable:
                                  partitions=layout)
     if stats.isEmpty():
         size = int(relation.stats().sizeInBytes())
-        notes.append(f"{database}.{table} has no catalog statistics: size_bytes is Spark's estimate from its "
-                     "files; ANALYZE TABLE it (or capture --analyze) for row counts and column statistics")
+        notes.append(f"{database}.{table} has no catalog statistics: size_bytes is {_size_source(spark, size)}; "
+                     "ANALYZE TABLE it (or capture --analyze) for row counts and column statistics")
         return CapturedTable(database, table, schema, {"size_bytes": size}, _bucket_by(meta), notes=notes,
                              format=stored_as)
     return CapturedTable(database, table, schema, _stats(spark, stats.get(), schema), _bucket_by(meta), notes=notes,
                          format=stored_as)
+
+
+def _size_source(spark, size: int) -> str:
+    """Where Spark's size of a table without statistics came from, in words: its default
+    for a relation it cannot size (a Hive serde table read without
+    spark.sql.statistics.fallBackToHdfs), else its files."""
+    default = spark._jsparkSession.sessionState().conf().defaultSizeInBytes()
+    if size == int(str(default)):
+        return (f"Spark's default for a table it cannot size (spark.sql.defaultSizeInBytes, {size:,} B: never "
+                "under a broadcast threshold; spark.sql.statistics.fallBackToHdfs sizes a Hive table from its files)")
+    return "Spark's estimate from its files"
 
 
 def catalog_partitions(spark, meta, schema: dict, columns: list[str], notes: list) -> list | None:

@@ -130,34 +130,52 @@ def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]
     it: the join order."""
     found: list[JoinNode] = []
 
-    def visit(node) -> tuple[set, int, list]:
-        """(tables, shuffle exchanges, file scans) of the subtree."""
+    def visit(node, record: bool = True) -> tuple[set, int, list]:
+        """(tables, shuffle exchanges, file scans) of the subtree; `record` False: a cached
+        relation's plan, whose tables count and whose joins and shuffles do not (they ran
+        when the cache was built)."""
         kind = _kind(node)
         original = _engine_scan_original(node, kind)
         if original is not None:
             node, kind = original, _kind(original)
-        if kind.startswith("Scan ") and _safe_str(lambda: node.getClass().getSimpleName()) == "FileSourceScanExec":
+        simple = _safe_str(lambda: node.getClass().getSimpleName()) if kind.startswith(LEAF_SCANS) else ""
+        if simple == "FileSourceScanExec":
             scan = file_scan(node, table_names)
             return ({scan["table"]} if table_names is not None and scan["table"] else set()), 0, [scan]
         if kind.startswith("BatchScan"):
             scan = batch_scan(node, table_names)
             return ({scan["table"]} if table_names is not None and scan["table"] else set()), 0, [scan]
+        if simple in OTHER_TABLE_SCANS:
+            scan = other_scan(node, OTHER_TABLE_SCANS[simple](node), table_names)
+            return ({scan["table"]} if table_names is not None and scan["table"] else set()), 0, [scan]
+        if simple == "InMemoryTableScanExec":  # a cached relation: the tables its cache was built from
+            cached = _safe_call(lambda: node.relation().cachedPlan())
+            return (visit(cached, record=False)[0] if cached is not None else set()), 0, []
         join = None
-        if kind in JOIN_OPERATORS:
+        if kind in JOIN_OPERATORS and record:
             join = _join_node(node, kind)
             found.append(join)
-        below = [visit(child) for child in _children(node, kind)]
+        below = [visit(child, record) for child in _children(node, kind)]
         if join is not None and len(below) == 2:
             join.shuffles = {"left": below[0][1], "right": below[1][1]}
             join.scans = {"left": below[0][2], "right": below[1][2]}
         tables = set().union(*[t for t, _, _ in below])
         if join is not None and table_names is not None:
             join.tables = sorted(tables)
-        return (tables, sum(n for _, n, _ in below) + (1 if kind == SHUFFLE_EXCHANGE else 0),
-                [scan for _, _, scans in below for scan in scans])
+        return (tables, sum(n for _, n, _ in below) + (1 if kind == SHUFFLE_EXCHANGE and record else 0),
+                [scan for _, _, scans in below for scan in scans] if record else [])
 
     visit(physical_plan)
     return found
+
+
+LEAF_SCANS = ("Scan ", "InMemoryTableScan")  # the node names of the scans below told apart by their class
+# Scans that name their table other than a file source's or a V2 batch scan's: a Hive serde
+# table (text, sequence file, Avro, JSON serde) and a V1 data source relation (JDBC, ...).
+OTHER_TABLE_SCANS = {
+    "HiveTableScanExec": lambda node: _safe_str(lambda: node.relation().tableMeta().identifier().table()),
+    "RowDataSourceScanExec": lambda node: _safe_str(lambda: node.tableIdentifier().get().table()),
+}
 
 
 SUBQUERY_ID = re.compile(r"#\d+")
@@ -281,6 +299,14 @@ def file_scan(node, table_names: dict | None) -> dict:
             "pruning": pruning_of(node)}
 
 
+def other_scan(node, table: str, table_names: dict | None) -> dict:
+    """A Hive serde table's scan or a V1 data source's: its table; never bucketed (Spark
+    reads neither's buckets as partitions); its dynamic partition pruning (a Hive table's,
+    among its partition pruning predicates)."""
+    return {"table": (table_names or {}).get(table, table) or None, "bucketed": False, "bucket_note": None,
+            "pruning": pruning_of(node)}
+
+
 def batch_scan(node, table_names: dict | None) -> dict:
     """A BatchScanExec (a V2 table: Iceberg's): its table, and its storage-partitioned join
     decision: `key_grouped` (it reports the table's partitioning, so a join may skip the
@@ -312,10 +338,12 @@ def pruning_of(scan) -> str:
     once it knows the join: `adaptive` (the join's broadcast if there is one, else a
     subquery of its own) or `adaptive_reuse_only` (the broadcast, else dropped). A file
     scan holds it among its partition filters, a V2 scan (BatchScanExec: Iceberg's) among
-    its runtime filters (3.2+)."""
+    its runtime filters (3.2+), a Hive table's scan among its partition pruning predicates."""
     filters = _safe_call(lambda: scan.partitionFilters())
     if filters is None:
         filters = _safe_call(lambda: scan.runtimeFilters())
+    if filters is None:  # a Hive serde table's scan
+        filters = _safe_call(lambda: scan.partitionPruningPred())
     for i in range(filters.size() if filters is not None else 0):
         expression = filters.apply(i)
         if str(expression.nodeName()) != "DynamicPruningExpression":
