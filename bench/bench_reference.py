@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fresh_runs import alternate, arguments, fresh_run  # noqa: E402
+from fresh_runs import LAST_CPU, alternate, arguments, fresh_run  # noqa: E402
 
 from harness.report.version_report import reference_counts  # noqa: E402
 
@@ -44,10 +44,11 @@ def main() -> None:
 
     def measure(reference: bool, number: int) -> tuple[float, str]:
         wall, counts, seconds = run(args.paths, args.workers, reference)
+        cpu = f" ({LAST_CPU.get('seconds', 0.0):.1f} CPU s on the machine)"
         if not reference:
-            return wall, ""
+            return wall, cpu
         reasons = "".join(f"\n[bench-reference]   not compared, {why}: {n}" for why, n in counts["by_reason"].items())
-        return wall, (f" ({counts['compared']} compared: {counts['agree']} agree, {counts['differ']} differ; "
+        return wall, cpu + (f" ({counts['compared']} compared: {counts['agree']} agree, {counts['differ']} differ; "
                       f"{counts['not_compared']} not compared; seconds in the records: "
                       + ", ".join(f"{who} {n:.1f}" for who, n in seconds.items()) + ")"
                       + (reasons if number == 0 else ""))

@@ -13,15 +13,32 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def busy_cpu_seconds() -> float:
+    """CPU seconds every core of the machine has spent busy since boot (/proc/stat: all but
+    idle and iowait): the difference over a run is the CPU the run cost, whichever process
+    (a JVM, a worker, DuckDB) spent it, on a machine nothing else runs on."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0.0
+    busy = sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+LAST_CPU: dict = {}  # the CPU seconds of the last fresh_run, for the benchmarks that print it
+
+
 def fresh_run(paths: list[str], workers: str, extra: list[str]) -> tuple[float, list[dict]]:
     """(wall seconds, the run's records) of `pytest PATHS --fresh` with `extra` arguments."""
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        cpu_before = busy_cpu_seconds()
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "pytest", *paths, "-n", workers, "-q", "-p", "no:cacheprovider",
                         *extra, "--fresh", "--report-dir", tmp, "--store", str(Path(tmp) / "store")],
                        cwd=ROOT, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - started
+        LAST_CPU["seconds"] = busy_cpu_seconds() - cpu_before
         results = next(Path(tmp).glob("*/results.json"))
         keep = os.environ.get("BENCH_KEEP")  # a folder: each run's results.json kept there, to compare item by item
         if keep:
