@@ -7,6 +7,7 @@ What harness.capturing.to_scenario writes as statistics-only tables."""
 from __future__ import annotations
 
 import os
+import re
 import urllib.parse
 
 from harness.capturing.formats import entry_reader, relation_reader
@@ -355,11 +356,27 @@ def _stats(spark, statistics, schema: dict) -> dict:
             text = properties.get(f"{name}.{bound}")
             if text is not None and stats_bound_kind(type_name) is not None:
                 spec[bound] = _bound(text, type_name)
+        histogram = column.get().histogram()
+        if not histogram.isEmpty():
+            spec["histogram"] = _histogram(spark, histogram.get())
         if spec:
             columns[name] = spec
     if columns:
         out["columns"] = columns
     return out
+
+
+_BIN = re.compile(r"HistogramBin\(([^,()]+),([^,()]+),(-?\d+)\)")
+
+
+def _histogram(spark, histogram) -> dict:
+    """A column's equi-height histogram (what CBO's filter estimates read, with
+    spark.sql.statistics.histogram.enabled at ANALYZE): its height and each bin's bounds
+    and distinct count, as Spark keeps them. The bins come back in one call, as text
+    (Java's Double.toString reads back as the same double)."""
+    text = str(spark._jvm.scala.runtime.ScalaRunTime.stringOf(histogram.bins()))
+    bins = [[float(lo), float(hi), int(distinct)] for lo, hi, distinct in _BIN.findall(text)]
+    return {"height": float(histogram.height()), "bins": bins}
 
 
 def _bound(text: str, type_name: str):

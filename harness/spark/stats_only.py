@@ -2,7 +2,7 @@
 
 An empty catalog table (parquet, or the format's of harness.spark.formats) is created in the worker's own catalog and the scenario's
 statistics are injected into the session catalog as `CatalogStatistics` (size, row
-count, per-column distinct/null counts, min/max and lengths) — the way Spark's own
+count, per-column distinct/null counts, min/max, lengths and histograms) — the way Spark's own
 plan-stability suites inject TPC-DS sf100 statistics into empty tables. Planning then
 sees what an ANALYZEd table of that size shows: with CBO on, the column statistics drive
 the estimates exactly as ANALYZE ... FOR ALL COLUMNS would.
@@ -164,7 +164,9 @@ def inject(spark, table_name: str, spec: dict) -> None:
     column_stats = jvm.java.util.HashMap()
     for name, column in stats.get("columns", {}).items():
         properties = {f"{name}.{STAT_KEYS[key]}": external_value(value, schema[name][0]) if key in ("min", "max")
-                      else str(value) for key, value in column.items()}
+                      else str(value) for key, value in column.items() if key != "histogram"}
+        if "histogram" in column:
+            properties[f"{name}.histogram"] = serialized_histogram(spark, column["histogram"])
         column_stats.put(name, _column_stat(jvm, table_name, name, properties))
     # The constructor's arguments, gathered in the JVM: sizeInBytes (a BigInt, unwrapped
     # from an Option there), rowCount (Option[BigInt]), colStats.
@@ -177,6 +179,17 @@ def inject(spark, table_name: str, spec: dict) -> None:
     constructor = next(c for c in statistics_class.getConstructors() if c.getParameterCount() == 3)
     statistics = constructor.newInstance(arguments.toArray())
     state.catalog().alterTableStats(identifier, jvm.scala.Some(statistics))
+
+
+def serialized_histogram(spark, histogram: dict) -> str:
+    """A column's histogram as Spark stores it among its statistics properties: a
+    `Histogram(height, bins)` built in the JVM, written by Spark's own HistogramSerializer
+    (which CatalogColumnStat.fromMap reads back)."""
+    logical = spark._jvm.org.apache.spark.sql.catalyst.plans.logical
+    bins = spark.sparkContext._gateway.new_array(logical.HistogramBin, len(histogram["bins"]))
+    for index, (lo, hi, distinct) in enumerate(histogram["bins"]):
+        bins[index] = logical.HistogramBin(float(lo), float(hi), int(distinct))
+    return str(logical.HistogramSerializer.serialize(logical.Histogram(float(histogram["height"]), bins)))
 
 
 def _python_utils(jvm):

@@ -211,3 +211,74 @@ def test_a_capture_without_its_self_check_says_so(session, states, tmp_path, mon
     path = capture(QUERIES["one_day"].format(f="ev_stale"), tmp_path / "q.yaml", spark=states, self_check=False)
     assert "# Not self-checked (--no-self-check): whether its replay plans as the real query did is unchecked" in \
         path.read_text()
+
+
+# ---------------------------------------------------------------- column histograms
+
+HIST_DB = "hist_states"
+HIST_QUERIES = {
+    # 90 % of the fact's keys sit below 100: min/max says a filter above 100 keeps nearly
+    # everything, the histogram says a tenth
+    "skewed_key": "SELECT f.amount, d.name FROM hist_states.hf f JOIN hist_states.hd d ON f.k = d.k "
+                  "WHERE f.k >= 100",
+    # a date range over a skewed day column, and a double range on the dimension
+    "date_range": "SELECT f.amount, d.name FROM hist_states.hf f JOIN hist_states.hd d ON f.k = d.k "
+                  "WHERE f.day < DATE'2024-01-08' AND d.weight > 0.5",
+}
+
+
+@pytest.fixture(scope="module")
+def histograms():
+    """A fact with skewed keys and days and a dimension, ANALYZEd with histograms."""
+    from harness.spark.session import get_session
+    spark = get_session().spark
+    catalog = spark._jsparkSession.catalog()
+    if catalog.databaseExists(HIST_DB) and catalog.tableExists(HIST_DB, "hd"):
+        return spark
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {HIST_DB}")
+    spark.range(100000).selectExpr("CAST(CASE WHEN id < 90000 THEN id % 100 ELSE id END AS INT) AS k",
+                                   "CAST(id AS DOUBLE) AS amount",
+                                   "date_add(DATE'2024-01-01', CAST(CASE WHEN id < 80000 THEN id % 7 "
+                                   "ELSE id % 365 END AS INT)) AS day") \
+        .write.saveAsTable(f"{HIST_DB}.hf")
+    spark.range(5000).selectExpr("CAST(id * 20 AS INT) AS k", "concat('n', id) AS name",
+                                 "CAST(pow(id / 5000.0, 4) AS DOUBLE) AS weight") \
+        .write.saveAsTable(f"{HIST_DB}.hd")
+    spark.conf.set("spark.sql.statistics.histogram.enabled", "true")
+    try:
+        for table in ("hf", "hd"):
+            spark.sql(f"ANALYZE TABLE {HIST_DB}.{table} COMPUTE STATISTICS FOR ALL COLUMNS")
+    finally:
+        spark.conf.unset("spark.sql.statistics.histogram.enabled")
+    return spark
+
+
+@pytest.mark.parametrize("cbo", [False, True], ids=["cbo-off", "cbo-on"])
+@pytest.mark.parametrize("query", list(HIST_QUERIES))
+def test_column_histograms_replay_spark_s_own_filter_estimates(session, histograms, tmp_path, query, cbo,
+                                                               assert_replays):
+    """Captured per column (height, each bin's bounds and distinct count) and injected on
+    replay: with CBO on, a filter's selectivity comes from the bins, as over the real table."""
+    spark, text = histograms, HIST_QUERIES[query]
+    conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.cbo.enabled": str(cbo).lower()}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        top = jvm_plans.join_estimates(spark.sql(text), logical=False)[0]
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(min(s["size_in_bytes"] for s in top.values())))
+        frame = checksum_frame(spark.sql(text))
+        direct = [(j.strategy, j.build_side, j.tables, j.shuffles, j.scans)
+                  for j in jvm_plans.join_nodes(jvm_plans.current_plan(frame), {"hf": "hf", "hd": "hd"})]
+        direct_estimates = jvm_plans.join_estimates(frame)
+        path = capture(text, tmp_path / f"{query}.yaml", spark=spark)
+    finally:
+        for key in (*conf, "spark.sql.autoBroadcastJoinThreshold"):
+            spark.conf.unset(key)
+    written = path.read_text()
+    assert "WARNING" not in written, written[:2000]
+    columns = yaml.safe_load(written)["tables"]["hf"]["stats"]["columns"]
+    histogram = columns["k"]["histogram"]
+    assert len(histogram["bins"]) == 254 and histogram["height"] == pytest.approx(100000 / 254)
+    assert histogram["bins"][0][:2] == [0.0, 0.0] and histogram["bins"][-1][1] == 99999.0
+    assert columns["day"]["histogram"]["bins"][0][0] == 19723.0  # 2024-01-01, days since 1970
+    assert_replays(path, direct, direct_estimates)

@@ -58,6 +58,24 @@ def error_of(write_scenario, text: str) -> str:
      "tables.d.materialize: a statistics-only table has no 'materialize'"),
     ("  d: {schema: {k: long}, stats: {size_bytes: 5}}\n  e: {from: d, steps: [cache]}",
      "tables.e.steps[0]: statistics-only table 'd' has no rows: the scenario is plan-only; caching runs a job"),
+    ("  d: {schema: {k: long, n: string}, stats: {size_bytes: 5, rows: 5, columns: "
+     "{n: {histogram: {height: 1, bins: [[0, 1, 1]]}}}}}",
+     "tables.d.stats.columns.n.histogram: Spark keeps no histogram for string columns"),
+    ("  d: {schema: {k: boolean}, stats: {size_bytes: 5, rows: 5, columns: "
+     "{k: {histogram: {height: 1, bins: [[0, 1, 1]]}}}}}",
+     "tables.d.stats.columns.k.histogram: Spark keeps no histogram for boolean columns"),
+    ("  d: {schema: {k: long}, stats: {size_bytes: 5, rows: 5, columns: "
+     "{k: {histogram: {height: 1, bins: [[0, 4, 1], [3, 9, 2]]}}}}}",
+     "tables.d.stats.columns.k.histogram.bins[1]: bin [3, 9] starts below the previous bin's hi 4"),
+    ("  d: {schema: {k: long}, stats: {size_bytes: 5, rows: 5, columns: "
+     "{k: {histogram: {height: 1, bins: [[5, 4, 1]]}}}}}",
+     "tables.d.stats.columns.k.histogram.bins[0]: bin [5, 4]: its lo is above its hi"),
+    ("  d: {schema: {k: double}, stats: {size_bytes: 5, rows: 5, columns: "
+     "{k: {histogram: {height: 1, bins: [[0, .nan, 1]]}}}}}",
+     "tables.d.stats.columns.k.histogram.bins[0][1]: .nan is not a finite number"),
+    ("  d: {schema: {k: long}, stats: {size_bytes: 5, rows: 5, columns: "
+     "{k: {histogram: {height: 1, bins: [[0, 1]]}}}}}",
+     "tables.d.stats.columns.k.histogram.bins[0]: "),
 ])
 def test_misuse_is_one_line_naming_the_field(write_scenario, tables, says):
     message = error_of(write_scenario, scenario_text(tables))

@@ -21,6 +21,7 @@ from harness.scenario.tables import (
     literal_fits,
     literal_schema,
     stats_bound_kind,
+    supports_histogram,
     table_columns,
 )
 
@@ -278,6 +279,24 @@ def check_stats(at: Where, data: dict) -> None:
             if "min" in column and "max" in column and _ordered(column["min"], type_name) > \
                     _ordered(column["max"], type_name):
                 raise at.error(where + ("columns", cname, "min"), f"min {column['min']} is above max {column['max']}")
+            if "histogram" in column:
+                _check_histogram(at, where + ("columns", cname, "histogram"), column["histogram"], type_name)
+
+
+def _check_histogram(at: Where, where: tuple, histogram: dict, type_name: str) -> None:
+    """Bins Spark's filter estimation can search: each lo ≤ hi, in ascending
+    order without overlap, on a column type Spark keeps histograms for."""
+    if not supports_histogram(type_name):
+        raise at.error(where, f"Spark keeps no histogram for {type_name} columns (numeric, decimal, date and "
+                              "timestamp columns only)")
+    previous_hi = None  # (a bound that is not a finite number is refused with every number of a file)
+    for index, (lo, hi, _) in enumerate(histogram["bins"]):
+        if lo > hi:
+            raise at.error(where + ("bins", index), f"bin [{lo}, {hi}]: its lo is above its hi")
+        if previous_hi is not None and lo < previous_hi:
+            raise at.error(where + ("bins", index), f"bin [{lo}, {hi}] starts below the previous bin's hi "
+                                                    f"{previous_hi} (bins ascend without overlap)")
+        previous_hi = hi
 
 
 def _ordered(value, type_name: str):
