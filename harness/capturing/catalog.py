@@ -304,18 +304,30 @@ def _stale_stats(stats: dict, partitions: list, where: str, notes: list) -> bool
     return stale
 
 
+# Hive's storage formats by their input format (what `STORED AS` names).
+HIVE_STORAGE = {"TextInputFormat": "TEXTFILE", "SequenceFileInputFormat": "SEQUENCEFILE",
+                "RCFileInputFormat": "RCFILE", "AvroContainerInputFormat": "AVRO"}
+
+
 def _stored_as(meta, where: str) -> tuple[str | None, list]:
     """(the table's format where it is not parquet and the harness has it, notes): a table
-    stored in a format the harness cannot write is replayed as a parquet table, said."""
+    stored in a format the harness cannot write is replayed as a parquet table, said, with
+    where its size came from."""
     provider = "" if meta.provider().isEmpty() else str(meta.provider().get()).lower()
-    serde = _safe_text(lambda: meta.storage().serde().get()).lower()
-    fmt = catalog_format(provider, serde)
+    serde = _safe_text(lambda: meta.storage().serde().get())
+    fmt = catalog_format(provider, serde.lower())
     if fmt is not None:
         return (None if fmt.NAME == "parquet" else fmt.NAME), []
     if provider in ("", "hive") and not serde:
         return None, []
-    stored = serde.rsplit(".", 1)[-1] if provider == "hive" else provider
-    return None, [f"{where} is stored as {stored}: replayed as a statistics-only parquet table of the same sizes "
+    if provider == "hive":
+        input_format = _safe_text(lambda: meta.storage().inputFormat().get()).rsplit(".", 1)[-1]
+        stored = f"a Hive serde table stored as {HIVE_STORAGE.get(input_format, input_format or 'an unknown format')} " \
+                 f"({serde.rsplit('.', 1)[-1]})"
+    else:
+        stored = f"stored as {provider}"
+    sized = ", sized by its catalog statistics" if not meta.stats().isEmpty() else ""
+    return None, [f"{where} is {stored}{sized}: replayed as a statistics-only parquet table of the same sizes "
                   "and layout (its scans print Parquet)"]
 
 

@@ -152,44 +152,7 @@ def test_join_nodes_name_the_tables_a_cache_was_built_from_not_its_joins(session
             spark.sql(f"DROP TABLE IF EXISTS {table}")
 
 
-HIVE_TEXT = """
-import sys, json
-from pyspark.sql import SparkSession
-from harness.observe import jvm_plans
-from harness.spark.query import checksum_frame
-folder = sys.argv[1]
-spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-         .config("spark.sql.warehouse.dir", folder + "/warehouse")
-         .config("javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={folder}/metastore;create=true")
-         .enableHiveSupport().getOrCreate())
-# text files written outside the table, then an external table over them: no statistics
-spark.range(2000).selectExpr("concat(id % 20, '\\u0001', id) AS line").write.text(folder + "/fact_files")
-spark.range(20).selectExpr("CAST(id AS STRING) AS line").write.text(folder + "/dim_files")
-spark.sql(f"CREATE EXTERNAL TABLE ht_fact (k BIGINT, v BIGINT) STORED AS TEXTFILE LOCATION '{folder}/fact_files'")
-spark.sql(f"CREATE EXTERNAL TABLE ht_dim (k BIGINT) STORED AS TEXTFILE LOCATION '{folder}/dim_files'")
-query = spark.sql("SELECT f.v FROM ht_fact f JOIN ht_dim d ON f.k = d.k")
-nodes = jvm_plans.join_nodes(jvm_plans.current_plan(checksum_frame(query)), {"ht_fact": "fact", "ht_dim": "dim"})
-print("TABLES " + json.dumps([n.tables for n in nodes]))
-from harness.capturing.to_scenario import capture
-written = open(capture("SELECT f.v FROM ht_fact f JOIN ht_dim d ON f.k = d.k", folder + "/captured.yaml",
-                       spark=spark)).read()
-print("CAPTURED " + json.dumps(["tables: [ht_dim, ht_fact]" in written, "warning" in written.split("id:")[0]]))
-"""
-
-
-def test_join_nodes_name_hive_serde_tables_and_their_capture_replays_the_same_plan(tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", HIVE_TEXT, str(tmp_path)], capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path, env={**__import__("os").environ, "PYTHONPATH": str(root)})
-    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("TABLES ")), None)
-    assert line is not None, done.stderr[-2000:]
-    assert line == 'TABLES [["dim", "fact"]]'
-    # captured: its join node names both tables, and the self-check finds the replay plans the same
-    assert "CAPTURED [true, false]" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "warning:" not in done.stderr, done.stderr[-2000:]
+# A Hive serde table's join node, capture and replay: tests/capturing/test_capture_hive_formats.py.
 
 
 def test_a_size_spark_could_not_take_from_anywhere_is_said_to_be_its_default(session):
