@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from harness import __version__
 
@@ -136,6 +137,12 @@ def _capture_parser(commands) -> None:
                          help="write the tables of every query once, into the shared catalog NAME (default "
                               "catalog.yaml) in the --out folder; each query file names it and holds only its "
                               "query and expectations. Capturing again refreshes the tables captured")
+    setup = capture.add_mutually_exclusive_group()
+    setup.add_argument("--setup", default=None, metavar="FILE",
+                       help="statements run in the capturing session before its queries, as production's "
+                            "session ran them: CACHE [LAZY] TABLE, SET key=value, CREATE TEMPORARY VIEW ... AS "
+                            "SELECT (any other statement is refused and nothing runs)")
+    setup.add_argument("--setup-sql", default=None, metavar="SQL", help="the same, given inline")
     capture.add_argument("--no-self-check", action="store_true",
                          help="do not plan each written file again in the capturing session (its self-check "
                               "creates and drops a scratch database in the session's catalog); the file says so")
@@ -361,8 +368,15 @@ def _capture(args, parser) -> int:
         if not sep or not execution.isdigit():
             parser.error(f"--baseline expects BASELINE.json:EXECUTION_ID, got: {args.baseline}")
         baseline = (path, int(execution))
+    setup = ("--setup-sql", args.setup_sql) if args.setup_sql else None
+    if args.setup:
+        try:
+            setup = (args.setup, Path(args.setup).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            parser.error(f"--setup: {exc}")
     return capture_tool.main(args.paths, args.out, args.sql, args.analyze, args.spark_master, conf, baseline,
-                             synthetic=args.synthetic, self_check=not args.no_self_check, catalog=args.catalog)
+                             synthetic=args.synthetic, self_check=not args.no_self_check, catalog=args.catalog,
+                             setup_text=setup)
 
 
 def _scale(text: str) -> float:

@@ -93,6 +93,9 @@ def sections(schema: dict) -> list[tuple[str, dict, list]]:
     for name, node in schema.get("$defs", {}).items():
         if isinstance(node, dict) and _has_fields(node):
             found += _object_sections(schema, name, node)
+        elif isinstance(node, dict) and isinstance(node.get("additionalProperties"), dict) \
+                and _has_fields(node["additionalProperties"]):  # a map of objects (column → statistics)
+            found += _object_sections(schema, name, node["additionalProperties"])
         elif isinstance(node, dict) and "type" not in node:  # a group of definitions
             found += [section for sub, inner in node.items() if isinstance(inner, dict) and _has_fields(inner)
                       for section in _object_sections(schema, f"{name}.{sub}", inner)]

@@ -10,12 +10,15 @@ import os
 import re
 import urllib.parse
 
+from harness.capturing.caches import CacheLookup, cache_note, fragment_note, reads_one_relation, stripped
 from harness.capturing.formats import entry_reader, relation_reader
 from harness.capturing.relations import (
     CaptureError,
+    SCALAR_TYPES,
     CapturedTable,
     identifier,
     partition_value,
+    relation_key,
     scenario_type,
     seq_names,
     struct_fields,
@@ -38,10 +41,11 @@ def _children(node) -> list:
 
 def read_relations(spark, analysed, where: str = "") -> list[CapturedTable]:
     """The catalog tables and permanent views under an analysed plan, views first-seen
-    order kept so that a view comes after the tables it reads."""
+    order kept so that a view comes after the tables it reads; a table or view read
+    through the session's cache carries what its cache reports (harness.capturing.caches)."""
     found: dict = {}
     try:
-        _visit(spark, analysed, found)
+        _visit(spark, analysed, found, CacheLookup(spark))
     except CaptureError as exc:
         raise CaptureError(f"{where}: {exc}" if where else str(exc)) from None
     return list(found.values())
@@ -52,7 +56,69 @@ def catalog_table(spark, name: str) -> CapturedTable:
     return read_relations(spark, spark.table(name)._jdf.queryExecution().analyzed())[0]
 
 
-def _visit(spark, node, found: dict) -> None:
+def _visit(spark, node, found: dict, caches: CacheLookup) -> None:
+    cached = caches.relation(node)
+    if cached is not None:
+        _visit_cached(spark, node, found, caches, cached)
+        return
+    _visit_node(spark, node, found, caches)
+
+
+def _visit_cached(spark, node, found: dict, caches: CacheLookup, cached) -> None:
+    """A part of the plan Spark reads from its cache: the table or view it is, with the
+    cache's statistics; operators over tables (a cached DataFrame the query repeats) are
+    replayed uncached, said in a note."""
+    inner = stripped(node)
+    below: dict = {}
+    _visit_node(spark, inner, below, CacheLookup.none(spark))
+    for key, table in below.items():
+        found.setdefault(key, table)
+    if not below:
+        return
+    if reads_one_relation(inner):
+        target = found[_read_key(inner)]
+        target.cache = cache_sizes(spark, cached)
+        target.notes.append(cache_note(f"{target.database}.{target.table}", cached, target.cache))
+        return
+    first = found[next(iter(below))]
+    first.notes.append(fragment_note([".".join(key) for key in below], cached))
+
+
+def cache_sizes(spark, relation) -> dict:
+    """The statistics the cached relation reports, as a scenario's `{cache: {...}}`: its
+    size, its row count where it has one, and the column statistics it carries."""
+    statistics = relation.computeStats()
+    out = {"size_bytes": int(str(statistics.sizeInBytes()))}
+    if not statistics.rowCount().isEmpty():
+        out["rows"] = int(str(statistics.rowCount().get()))
+    columns = {}
+    attribute_stats = statistics.attributeStats()
+    output = relation.output()
+    for index in range(output.size()):
+        attribute = output.apply(index)
+        found = attribute_stats.get(attribute)
+        if found.isEmpty():
+            continue
+        name, data_type = str(attribute.name()), attribute.dataType()
+        type_name = SCALAR_TYPES.get(str(data_type.simpleString()), str(data_type.simpleString()))
+        spec = column_spec(spark, found.get().toCatalogColumnStat(name, data_type), name, type_name)
+        if spec:
+            columns[name] = spec
+    if columns and "rows" in out:
+        out["columns"] = columns
+    return out
+
+
+def _read_key(node) -> tuple[str, str]:
+    """The key of the table or view a relation or View node reads."""
+    if node.getClass().getSimpleName() == "View":
+        database, table = identifier(node.desc())
+        return database.lower(), table.lower()
+    database, table = relation_key(node)
+    return database.lower(), table.lower()
+
+
+def _visit_node(spark, node, found: dict, caches: CacheLookup) -> None:
     kind = node.getClass().getSimpleName()
     if kind in ("LogicalRelation", "HiveTableRelation"):
         meta = node.tableMeta() if kind == "HiveTableRelation" else node.catalogTable()
@@ -67,7 +133,7 @@ def _visit(spark, node, found: dict) -> None:
     if kind == "View":
         meta = node.desc()
         for child in _children(node):
-            _visit(spark, child, found)
+            _visit(spark, child, found, caches)
         if _is_temp_view(node) and meta.viewText().isEmpty():  # made from a DataFrame
             database, table = identifier(meta)
             found.setdefault((database.lower(), table.lower()),
@@ -92,7 +158,7 @@ def _visit(spark, node, found: dict) -> None:
         raise CaptureError(f"it reads a {kind}, not a catalog table: capture reads tables from the catalog "
                            "(data made in Python, spark.range or a file read has no statistics to replay)")
     for child in _children(node):
-        _visit(spark, child, found)
+        _visit(spark, child, found, caches)
 
 
 def _is_temp_view(view) -> bool:
@@ -356,26 +422,32 @@ def _stats(spark, statistics, schema: dict) -> dict:
     if not statistics.rowCount().isEmpty():
         out["rows"] = int(statistics.rowCount().get())
     columns = {}
-    converters = spark._jvm.scala.collection.JavaConverters
     for name, type_name in schema.items():
         column = statistics.colStats().get(name)
         if column.isEmpty() or "rows" not in out:
             continue
-        properties = dict(converters.mapAsJavaMapConverter(column.get().toMap(name)).asJava())
-        spec = {key: int(properties[f"{name}.{prop}"]) for key, prop in STAT_PROPERTIES
-                if f"{name}.{prop}" in properties}
-        for bound in ("min", "max"):
-            text = properties.get(f"{name}.{bound}")
-            if text is not None and stats_bound_kind(type_name) is not None:
-                spec[bound] = _bound(text, type_name)
-        histogram = column.get().histogram()
-        if not histogram.isEmpty():
-            spec["histogram"] = _histogram(spark, histogram.get())
+        spec = column_spec(spark, column.get(), name, type_name)
         if spec:
             columns[name] = spec
     if columns:
         out["columns"] = columns
     return out
+
+
+def column_spec(spark, column, name: str, type_name: str) -> dict:
+    """A column's `stats.columns` entry from Spark's CatalogColumnStat: counts, lengths,
+    min/max of its type, and its histogram."""
+    converters = spark._jvm.scala.collection.JavaConverters
+    properties = dict(converters.mapAsJavaMapConverter(column.toMap(name)).asJava())
+    spec = {key: int(properties[f"{name}.{prop}"]) for key, prop in STAT_PROPERTIES if f"{name}.{prop}" in properties}
+    for bound in ("min", "max"):
+        text = properties.get(f"{name}.{bound}")
+        if text is not None and stats_bound_kind(type_name) is not None:
+            spec[bound] = _bound(text, type_name)
+    histogram = column.histogram()
+    if not histogram.isEmpty():
+        spec["histogram"] = _histogram(spark, histogram.get())
+    return spec
 
 
 _BIN = re.compile(r"HistogramBin\(([^,()]+),([^,()]+),(-?\d+)\)")

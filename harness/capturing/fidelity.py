@@ -23,6 +23,7 @@ from harness.observe.runtime_filters import runtime_filter_words
 from harness.scenario.tables import is_iceberg, is_stats_only
 from harness.spark.formats import iceberg
 from harness.spark.formats import format_of
+from harness.spark.cached import size_cache
 from harness.spark.query import checksum_frame
 
 SCAN_RELATIONS = RELATION_KINDS + ("DataSourceV2ScanRelation",)
@@ -128,6 +129,7 @@ def replay_shape(spark, data: dict) -> dict:
     scratch = Path(tempfile.mkdtemp(prefix="join-harness-capture-check-"))
     database = f"harness_capture_check_{uuid.uuid4().hex[:12]}"
     made: list[str] = []
+    cached_here: list = []
     try:
         clone.sql(f"CREATE DATABASE {database} LOCATION '{(scratch / database).as_uri()}'")
         clone.catalog.setCurrentDatabase(database)
@@ -142,10 +144,17 @@ def replay_shape(spark, data: dict) -> dict:
                 made.append(identifier)
                 names[identifier.rsplit(".", 1)[-1].lower()] = name
                 clone.table(identifier).createOrReplaceTempView(name)
-            else:  # a view of the real query: its SQL over the tables above it
-                clone.sql(spec["sql"]).createOrReplaceTempView(name)
+            else:  # a view of the real query (its SQL over the tables above it), or a cached table
+                frame = clone.sql(spec["sql"]) if "sql" in spec else clone.table(spec["from"])
+                for step in spec.get("steps", []):  # capture writes `{cache: {...}}` steps only
+                    frame = frame.cache()
+                    cached_here.append(frame)
+                    size_cache(clone, frame, step["cache"])
+                frame.createOrReplaceTempView(name)
         return plan_shape(clone.sql(data["join"]["sql"]), names)
     finally:
+        for frame in cached_here:  # the capturing session's own caches stay
+            _quietly(frame.unpersist)
         for identifier in made:
             _quietly(lambda: clone.sql(f"DROP TABLE IF EXISTS {identifier}"))
         _quietly(lambda: clone.sql(f"DROP DATABASE IF EXISTS {quoted_identifier(database)} CASCADE"))
@@ -154,9 +163,18 @@ def replay_shape(spark, data: dict) -> dict:
 
 
 def _clone(spark):
-    """The capturing session's clone: its configs, its own current database and views."""
+    """A session of the capturing session's configs, and none of its temporary views: a
+    view the replay registers under a name the capturing session also uses would replace
+    that one's, and Spark uncaches a temporary view it replaces — in the cache every
+    session of the application shares (a view cached by `CACHE TABLE v AS SELECT` lost)."""
     from pyspark.sql import SparkSession
-    return SparkSession(spark.sparkContext, spark._jsparkSession.cloneSession())
+    fresh = spark._jsparkSession.newSession()
+    explicit = spark._jsparkSession.sessionState().conf().getAllConfs()
+    values = dict(spark._jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(explicit).asJava())
+    conf = fresh.sessionState().conf()
+    for key, value in values.items():
+        _quietly(lambda: conf.setConfString(key, value))  # a static config is the application's already
+    return SparkSession(spark.sparkContext, fresh)
 
 
 def _restore_active(spark) -> None:

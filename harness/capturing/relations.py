@@ -36,10 +36,17 @@ class CapturedTable:
     view_plan: object = None     # a temporary view made from a DataFrame: its plan (written as SQL later)
     notes: list = field(default_factory=list)
     name: str = ""               # the scenario's name for it
+    cache: dict | None = None    # read through the session's cache: the statistics it reports
+    read_as: str = ""            # the scenario table the query reads it as (a cached table's own derived table)
 
     @property
     def key(self) -> tuple[str, str]:
         return self.database.lower(), self.table.lower()
+
+    @property
+    def query_name(self) -> str:
+        """The name the scenario's query reads it by."""
+        return self.read_as or self.name
 
 
 def identifier(meta) -> tuple[str, str]:

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import yaml
 
-from harness.capturing import fidelity
+from harness.capturing import fidelity, setup
 from harness.capturing.catalog import read_relations
 from harness.capturing.relations import CapturedTable, CaptureError, relation_key, relation_reference
+from harness.capturing.setup import conf_refusal
 from harness.capturing.shared_catalog import SharedCatalog
 from harness.capturing.frame_sql import PlanSqlError, frame_sql
 from harness.core.files import atomic_write_text
@@ -69,6 +70,7 @@ def _scenario_names(tables: list[CapturedTable], catalog: SharedCatalog | None =
     catalog: across every query captured into it)."""
     if catalog is not None:
         catalog.name(tables)
+        _cached_names(tables)
         return
     counts: dict = {}
     for table in tables:
@@ -78,6 +80,21 @@ def _scenario_names(tables: list[CapturedTable], catalog: SharedCatalog | None =
         table.name = plain if counts[table.table.lower()] == 1 else f"{table.database}_{plain}"
         if not re.match(r"[A-Za-z_]", table.name):
             table.name = f"t_{table.name}"
+    _cached_names(tables)
+
+
+def _cached_names(tables: list[CapturedTable]) -> None:
+    """A catalog table read through the session's cache is read by the query as a derived
+    table of its own that caches it (`<name>_cached`, free of every other name)."""
+    taken = {t.name.lower() for t in tables}
+    for table in tables:
+        if table.cache is None or table.view_sql is not None or table.view_plan is not None:
+            continue
+        name, suffix = f"{table.name}_cached", 2
+        while name.lower() in taken:
+            name, suffix = f"{table.name}_cached{suffix}", suffix + 1
+        table.read_as = name
+        taken.add(name.lower())
 
 
 def _reference(parts: list[str]) -> str:
@@ -94,10 +111,10 @@ def rewrite(spark, text: str, tables: list[CapturedTable], where: str) -> str:
     for parts in _written_names(spark, text):
         database, table = (current, parts[-1]) if len(parts) == 1 else (parts[-2], parts[-1])
         captured = by_key.get((database.lower(), table.lower()))
-        if captured is None or (len(parts) == 1 and captured.name.lower() == table.lower()):
+        if captured is None or (len(parts) == 1 and captured.query_name.lower() == table.lower()):
             continue
-        text = re.sub(_reference(parts), captured.name, text, flags=re.IGNORECASE)
-    names = {t.name.lower() for t in tables}
+        text = re.sub(_reference(parts), captured.query_name, text, flags=re.IGNORECASE)
+    names = {t.query_name.lower() for t in tables}
     strangers = [n for n in relation_names(spark, text) if n not in names]
     if strangers:
         raise CaptureError(f"{where}: reads '{strangers[0]}', which is not a catalog table or view the capture "
@@ -228,7 +245,7 @@ def _namers(tables: list) -> tuple:
 
     def scenario_name(node):
         database, table = relation_key(node)
-        name = by_key[database.lower(), table.lower()].name
+        name = by_key[database.lower(), table.lower()].query_name
         return name, name
 
     def catalog_name(node):
@@ -359,6 +376,10 @@ def _scenario(spark, frame, tables, sql, scenario_id, where, written) -> dict:
     specs = {}
     for table in ordered:
         specs[table.name] = {"sql": table.view_sql} if table.view_sql is not None else _table_spec(table)
+        if table.cache is not None and table.view_sql is not None:
+            specs[table.name]["steps"] = [{"cache": table.cache}]
+        elif table.cache is not None:
+            specs[table.read_as] = {"from": table.name, "steps": [{"cache": table.cache}]}
     plan = jvm_plans.current_plan(checksum_frame(frame))
     names = {t.table.lower(): t.name for t in tables}
     joins = [j.to_dict() for j in jvm_plans.join_nodes(plan, names)]
@@ -453,21 +474,10 @@ def session_join_conf(spark) -> dict:
     registry = conf_registry.registry_of(spark)
     out = {}
     for key in sorted(values):
-        if key in confs.ICEBERG_CONFS:  # Iceberg's own booleans: not in Spark's registry
-            if str(values[key]).strip().lower() in ("true", "false"):
-                out[key] = str(values[key]).strip().lower() == "true"
+        if conf_refusal(registry, key, values[key]) is not None:
             continue
-        declared = registry.declared(key) if key.startswith("spark.sql.") else None
-        if declared is None or declared.static or key in confs.DATA_CONFS:
-            continue
-        if declared.kind == conf_registry.STRING and key not in confs.VETTED_STRINGS:
-            continue
-        try:
-            confs.check(key, values[key])
-        except confs.ConfError:
-            continue
-        if registry.refusal(key, values[key]) is None:
-            out[key] = values[key]
+        # Iceberg's own booleans (not in Spark's registry) as booleans
+        out[key] = str(values[key]).strip().lower() == "true" if key in confs.ICEBERG_CONFS else values[key]
     return out
 
 
@@ -522,7 +532,7 @@ def query_files(paths: list[str]) -> list[Path]:
 
 def main(paths: list[str], out: str, sql: str | None, analyze: bool, master: str | None,
          spark_conf: dict, baseline: tuple | None = None, synthetic: float | None = None,
-         self_check: bool = True, catalog: str | None = None) -> int:
+         self_check: bool = True, catalog: str | None = None, setup_text: tuple | None = None) -> int:
     from pyspark.sql import SparkSession
 
     from harness.capturing.event_log import BaselineError, expectation
@@ -538,6 +548,13 @@ def main(paths: list[str], out: str, sql: str | None, analyze: bool, master: str
     spark = builder.getOrCreate()
     failures = 0
     try:
+        if setup_text is not None:  # what production's session did before its queries
+            where, text = setup_text
+            found = setup.check(spark, text, where)
+            try:
+                setup.run(spark, found)
+            except Exception as exc:
+                raise CaptureError(f"{where}: {describe(exc)}") from None
         sources = [("--sql", sql)] if sql else []
         sources += [(str(p), p.read_text(encoding="utf-8")) for p in query_files(paths)]
         if len(sources) > 1 and not (Path(out).is_dir() or out.endswith("/")):

@@ -39,10 +39,19 @@ def twin_data(data: dict) -> dict | None:
     twin["description"] = f"Synthetic twin of {data['id']} (scale {spec['scale']}): {data['description']}"
     # `stats` belongs to statistics-only tables alone (the contract's table kinds)
     twin["tables"] = {name: (iceberg_twin(table, generated(table, spec["scale"], spec.get("max_rows", DEFAULT_MAX_ROWS)))
-                             if "stats" in table else table)
+                             if "stats" in table else _cached_from_rows(table))
                       for name, table in data["tables"].items()}
     twin["expect"] = {}
     return twin
+
+
+def _cached_from_rows(table: dict) -> dict:
+    """A derived table's cache sized as in production (`{cache: {...}}`) is, over the
+    twin's rows, a cache Spark materialises and sizes itself."""
+    steps = table.get("steps")
+    if not steps or not any(isinstance(step, dict) and "cache" in step for step in steps):
+        return table
+    return {**table, "steps": ["cache" if isinstance(step, dict) and "cache" in step else step for step in steps]}
 
 
 def iceberg_twin(table: dict, twin: dict) -> dict:

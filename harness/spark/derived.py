@@ -24,7 +24,7 @@ from harness.scenario.tables import (
     hint_name,
     is_derived,
 )
-from harness.spark import datagen
+from harness.spark import cached, datagen
 from harness.spark.query import build_query
 from harness.spark.sql_trees import relation_names
 
@@ -93,7 +93,10 @@ def build_inputs(session, scope, case: Case, conf: dict, names: list[str] | None
                                                          lambda: build_derived(spark, scope, spec, tables))
             continue
         if is_derived(spec):
-            tables[name] = build_derived(spark, scope, spec, tables)
+            try:
+                tables[name] = build_derived(spark, scope, spec, tables, scenario.plan_only)
+            except cached.CacheSizingError as exc:
+                raise cached.CacheSizingError(f"tables.{name}.{exc}") from None
             continue
         tables[name] = datagen.build_table(spark, scenario.seed, name, spec, session.workdir, data_conf)
         if spec.get("materialize") == "cached":
@@ -101,12 +104,15 @@ def build_inputs(session, scope, case: Case, conf: dict, names: list[str] | None
     return tables
 
 
-def build_derived(spark, scope, spec: dict, tables: dict):
+def build_derived(spark, scope, spec: dict, tables: dict, plan_only: bool = False):
     """One derived table under its own configs (restored when it is built)."""
     with scope.conf_overlay(spec.get("spark_conf", {})):
         frame = source_frame(spark, spec, tables, scope.register_view)
-        for step in spec.get("steps", []):
-            frame = apply_step(frame, step, scope)
+        for index, step in enumerate(spec.get("steps", [])):
+            try:
+                frame = apply_step(frame, step, scope, plan_only)
+            except cached.CacheSizingError as exc:
+                raise cached.CacheSizingError(f"steps[{index}].cache: {exc}") from None
     return frame
 
 
@@ -133,17 +139,22 @@ def _hinted(frame, join: dict, side: str):
     return frame
 
 
-def apply_step(frame, step, scope=None):
+def apply_step(frame, step, scope=None, plan_only: bool = False):
     """One DataFrame step. `cache` caches and materialises (an action) now, so that what
-    is cached is planned and sized under the table's own configs; without a scope (the
-    SQL checks' stand-ins) nothing runs."""
-    if step == "cache":
+    is cached is planned and sized under the table's own configs — in a plan-only case it
+    caches without running anything, and `{cache: {...}}` gives the cache the statistics
+    Spark sized it by (harness.spark.cached); without a scope (the SQL checks' stand-ins)
+    nothing is cached."""
+    if step == "cache" or (isinstance(step, dict) and "cache" in step):
         if scope is None:
             return frame
         frame = frame.cache()
         scope.remember_cached(frame)
-        frame.count()
-        scope.check_timeout()
+        if isinstance(step, dict):
+            cached.size_cache(scope.spark, frame, step["cache"])
+        elif not plan_only:
+            frame.count()
+            scope.check_timeout()
         return frame
     if step == "drop_duplicates":
         return frame.dropDuplicates()

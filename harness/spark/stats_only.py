@@ -163,22 +163,29 @@ def inject(spark, table_name: str, spec: dict) -> None:
     stats, schema = spec["stats"], literal_schema(spec)
     column_stats = jvm.java.util.HashMap()
     for name, column in stats.get("columns", {}).items():
-        properties = {f"{name}.{STAT_KEYS[key]}": external_value(value, schema[name][0]) if key in ("min", "max")
-                      else str(value) for key, value in column.items() if key != "histogram"}
-        if "histogram" in column:
-            properties[f"{name}.histogram"] = serialized_histogram(spark, column["histogram"])
-        column_stats.put(name, _column_stat(jvm, table_name, name, properties))
+        properties = column_properties(spark, name, column, schema[name][0])
+        column_stats.put(name, column_stat(jvm, table_name, name, properties))
     # The constructor's arguments, gathered in the JVM: sizeInBytes (a BigInt, unwrapped
     # from an Option there), rowCount (Option[BigInt]), colStats.
     arguments = jvm.java.util.ArrayList()
-    size = _big_option(jvm, table_name, str(stats["size_bytes"]))
+    size = big_option(jvm, table_name, str(stats["size_bytes"]))
     arguments.addAll(jvm.scala.collection.JavaConverters.seqAsJavaListConverter(size.toList()).asJava())
-    arguments.add(_big_option(jvm, table_name, str(stats["rows"])) if "rows" in stats else jvm.scala.Option.empty())
-    arguments.add(_python_utils(jvm).toScalaMap(column_stats))
+    arguments.add(big_option(jvm, table_name, str(stats["rows"])) if "rows" in stats else jvm.scala.Option.empty())
+    arguments.add(python_utils(jvm).toScalaMap(column_stats))
     statistics_class = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.catalog.CatalogStatistics")
     constructor = next(c for c in statistics_class.getConstructors() if c.getParameterCount() == 3)
     statistics = constructor.newInstance(arguments.toArray())
     state.catalog().alterTableStats(identifier, jvm.scala.Some(statistics))
+
+
+def column_properties(spark, name: str, column: dict, type_name: str) -> dict:
+    """A column's statistics as Spark stores them in table properties (what
+    CatalogColumnStat.fromMap reads)."""
+    properties = {f"{name}.{STAT_KEYS[key]}": external_value(value, type_name) if key in ("min", "max")
+                  else str(value) for key, value in column.items() if key != "histogram"}
+    if "histogram" in column:
+        properties[f"{name}.histogram"] = serialized_histogram(spark, column["histogram"])
+    return properties
 
 
 def serialized_histogram(spark, histogram: dict) -> str:
@@ -192,21 +199,21 @@ def serialized_histogram(spark, histogram: dict) -> str:
     return str(logical.HistogramSerializer.serialize(logical.Histogram(float(histogram["height"]), bins)))
 
 
-def _python_utils(jvm):
+def python_utils(jvm):
     return jvm.org.apache.spark.api.python.PythonUtils
 
 
-def _column_stat(jvm, table_name: str, column: str, properties: dict):
+def column_stat(jvm, table_name: str, column: str, properties: dict):
     entries = jvm.java.util.HashMap()
     for key, value in {**properties, f"{column}.version": STATS_FORMAT_VERSION}.items():
         entries.put(key, value)
     parsed = jvm.org.apache.spark.sql.catalyst.catalog.CatalogColumnStat.fromMap(
-        table_name, column, _python_utils(jvm).toScalaMap(entries))
+        table_name, column, python_utils(jvm).toScalaMap(entries))
     if parsed.isEmpty():
         raise ValueError(f"Spark could not read the statistics of column '{column}'")
     return parsed.get()
 
 
-def _big_option(jvm, table_name: str, digits: str):
+def big_option(jvm, table_name: str, digits: str):
     """Some(BigInt(digits)), made in the JVM."""
-    return _column_stat(jvm, table_name, "n", {"n.distinctCount": digits}).distinctCount()
+    return column_stat(jvm, table_name, "n", {"n.distinctCount": digits}).distinctCount()

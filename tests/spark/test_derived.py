@@ -56,8 +56,10 @@ def error_of(write_scenario, text: str) -> str:
      "tables.d.stats.columns.k.nulls: more nulls than rows"),
     ("  d: {schema: {k: long}, stats: {size_bytes: 5}, materialize: catalog}",
      "tables.d.materialize: a statistics-only table has no 'materialize'"),
-    ("  d: {schema: {k: long}, stats: {size_bytes: 5}}\n  e: {from: d, steps: [cache]}",
-     "tables.e.steps[0]: statistics-only table 'd' has no rows: the scenario is plan-only; caching runs a job"),
+    ("  d: {from: a, steps: [{cache: {size_bytes: 5}}]}",
+     "tables.d.steps[0].cache: a cache sized as Spark sized it replays a plan-only scenario"),
+    ("  d: {schema: {k: long}, stats: {size_bytes: 5}}\n  e: {from: d, steps: [{cache: {size_bytes: 5, columns: "
+     "{k: {distinct: 1}}}}]}", "tables.e.steps[0].cache.columns: column statistics need `rows`"),
     ("  d: {schema: {k: long, n: string}, stats: {size_bytes: 5, rows: 5, columns: "
      "{n: {histogram: {height: 1, bins: [[0, 1, 1]]}}}}}",
      "tables.d.stats.columns.n.histogram: Spark keeps no histogram for string columns"),

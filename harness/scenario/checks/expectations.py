@@ -19,9 +19,17 @@ from harness.scenario.tables import (
 
 
 def check_plan_only(at: Where, data: dict) -> None:
-    """A statistics-only table has no rows: its scenario is planned, never run."""
+    """A statistics-only table has no rows: its scenario is planned, never run (a `cache`
+    step caches without materialising). A cache sized as Spark sized it is for such a
+    scenario only: over rows, Spark sizes a cache itself."""
     stats_tables = [name for name, table in data["tables"].items() if is_stats_only(table)]
     if not stats_tables:
+        for _, name, table in derived_tables(data):
+            for i, step in enumerate(table.get("steps", [])):
+                if isinstance(step, dict) and "cache" in step:
+                    raise at.error(("tables", name, "steps", i, "cache"),
+                                   "a cache sized as Spark sized it replays a plan-only scenario (statistics-only "
+                                   "tables); over generated rows Spark sizes the cache itself: write `cache`")
         return
     why = f"statistics-only table '{stats_tables[0]}' has no rows: the scenario is plan-only"
     if "stream" in data:
@@ -34,8 +42,10 @@ def check_plan_only(at: Where, data: dict) -> None:
             raise at.error(where + ("plan",), f"{why} (the final adaptive plan needs execution)")
     for _, name, table in derived_tables(data):
         for i, step in enumerate(table.get("steps", [])):
-            if step == "cache":
-                raise at.error(("tables", name, "steps", i), f"{why}; caching runs a job")
+            sizes = step.get("cache") if isinstance(step, dict) else None
+            if sizes and sizes.get("columns") and "rows" not in sizes:
+                raise at.error(("tables", name, "steps", i, "cache", "columns"),
+                               "column statistics need `rows` (Spark ignores them without a row count)")
 
 
 def check_synthetic(at: Where, data: dict) -> None:

@@ -314,6 +314,8 @@ def read_sizes(at: Where, data: dict) -> None:
         places = [(("stats",), table.get("stats") or {})]
         places += [(("partition_values", i), p) for i, p in enumerate(table.get("partition_values") or [])]
         places += [((key,), table[key]) for key in ("partitions_omitted", "catalog_stats") if key in table]
+        places += [(("steps", i, "cache"), step["cache"]) for i, step in enumerate(table.get("steps") or [])
+                   if isinstance(step, dict) and isinstance(step.get("cache"), dict)]
         for where, holder in places:
             if "size_bytes" in holder:
                 try:
