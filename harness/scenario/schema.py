@@ -38,7 +38,7 @@ ICEBERG_FIELDS = ("format", "sort_by", "files_per_partition", "properties")
 # The kinds of table: the fields that make one, and every field it may have.
 TABLE_KINDS = {
     "statistics-only": (("schema", "stats"), ("schema", "stats", "bucket_by", "partition_by", "partition_values",
-                                              "partitions_omitted", "stale_stats", "catalog_stats")
+                                              "partitions_omitted", "stale_stats", "catalog_stats", "data_files")
                         + ICEBERG_FIELDS),
     "literal": (("schema", "values"), ("schema", "values", "materialize", "analyze", "filter", "bucket_by",
                                        "partition_by") + ICEBERG_FIELDS),

@@ -89,7 +89,20 @@ CAPTURE = textwrap.dedent("""
                     .build())
         deletes.newRowDelta().addDeletes(equality).commit()
         spark.sql(f"REFRESH TABLE {P}.f_deletes")
-        facts = ["f_evolved", "f_deletes"]
+        # files Iceberg skips by their column bounds: a day written hour block by hour block (a file
+        # per block), and each bucket of a bucketed fact written customer range by customer range
+        spark.sql(f"CREATE TABLE {P}.f_hours (customer bigint, amount double, day int, ts timestamp) USING iceberg "
+                  "PARTITIONED BY (days(ts)) TBLPROPERTIES ('write.spark.fanout.enabled' = 'true')")
+        for hour in (8, 10, 12, 14):
+            spark.sql(f"INSERT INTO {P}.f_hours SELECT id % 3000, CAST(id AS DOUBLE), 1, "
+                      f"timestamp_seconds(unix_seconds(TIMESTAMP'2024-01-02 {hour:02d}:00:00') + id % 3600) "
+                      "FROM range(6000)")
+        spark.sql(f"CREATE TABLE {P}.f_bucketed (customer bigint, amount double, day int) USING iceberg "
+                  "PARTITIONED BY (bucket(4, customer)) TBLPROPERTIES ('write.spark.fanout.enabled' = 'true')")
+        for low in (0, 1000, 2000):
+            spark.sql(f"INSERT INTO {P}.f_bucketed SELECT {low} + id % 1000, CAST(id AS DOUBLE), CAST(id % 3 AS INT) "
+                      "FROM range(9000)")
+        facts = ["f_evolved", "f_deletes", "f_hours", "f_bucketed"]
         dims = "USING iceberg"
     spark.sql(f"CREATE TABLE {P}.cu {dims} AS SELECT id AS customer, concat('r', id % 4) AS region FROM range(3000)")
     spark.sql(f"CREATE TABLE {P}.days {dims} AS SELECT CAST(id AS INT) AS day, concat('d', id) AS name FROM range(3)")
@@ -100,17 +113,25 @@ CAPTURE = textwrap.dedent("""
     }
     names = {t: t for t in facts + ["cu", "days"]}
     shapes = {}
-    for fact in facts:
-        for query, text in queries.items():
-            text = text.format(P=P, f=fact)
-            spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
-            top = jvm_plans.join_estimates(spark.sql(text), logical=False)[0]
-            spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(min(s["size_in_bytes"] for s in top.values())))
-            frame = checksum_frame(spark.sql(text))
-            joins = [[j.strategy, j.build_side, j.tables, j.shuffles, j.scans]
-                     for j in jvm_plans.join_nodes(jvm_plans.current_plan(frame), names)]
-            path = capture(text, out / f"{fact}_{query}.yaml", spark=spark)
-            shapes[path.name] = {"joins": joins, "estimates": jvm_plans.join_estimates(frame)}
+    bounded = {  # a filter inside one partition, over one hour of the day; a key range Iceberg skips files by
+        ("f_hours", "one_hour"): "SELECT f.amount, c.region FROM {P}.{f} f JOIN {P}.cu c ON f.customer = c.customer "
+                                 "WHERE f.ts >= TIMESTAMP'2024-01-02 10:00:00' AND f.ts < TIMESTAMP'2024-01-02 "
+                                 "11:00:00'",
+        ("f_bucketed", "key_range"): "SELECT f.amount, c.region FROM {P}.{f} f JOIN {P}.cu c ON f.customer = "
+                                     "c.customer WHERE c.customer < 400",
+    }
+    runs = [(fact, query, text) for fact in facts for query, text in queries.items()]
+    runs += [(fact, query, text) for (fact, query), text in bounded.items() if fact in facts]
+    for fact, query, text in runs:
+        text = text.format(P=P, f=fact)
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+        top = jvm_plans.join_estimates(spark.sql(text), logical=False)[0]
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(min(s["size_in_bytes"] for s in top.values())))
+        frame = checksum_frame(spark.sql(text))
+        joins = [[j.strategy, j.build_side, j.tables, j.shuffles, j.scans]
+                 for j in jvm_plans.join_nodes(jvm_plans.current_plan(frame), names)]
+        path = capture(text, out / f"{fact}_{query}.yaml", spark=spark)
+        shapes[path.name] = {"joins": joins, "estimates": jvm_plans.join_estimates(frame)}
     print("SHAPES " + json.dumps(shapes))
     if fmt == "delta":  # tables Spark cannot read: one line each, no file written
         import glob, shutil
@@ -205,3 +226,13 @@ def test_lake_tables_in_production_states_replay_spark_s_own_estimates(tmp_path,
         assert evolved["earlier_specs"] == [["day"]] and {p.get("spec") for p in evolved["partition_values"]} == {0, None}
         assert "dynamic_pruning:\n  - {table: f_deletes, pruned: true, reuses_broadcast: true}" in \
             texts["f_deletes_dpp.yaml"]
+        # the files of each partition with their bounds: the hour filter and the key range replay exactly
+        # (every file: the dynamic pruning through `days` too, whose filtered scan skips files by their bounds)
+        assert not warned, warned
+        hours = yaml.safe_load(texts["f_hours_one_hour.yaml"])["tables"]["f_hours"]
+        (day,) = hours["partition_values"]
+        # (a file per hour block and writer task: 4 on one task, 8 on Iceberg 1.6's two)
+        assert len(day["data_files"]) >= 4 and sum(f["rows"] for f in day["data_files"]) == day["rows"] == 24000
+        assert "2024-01-02T10:00:00+00:00" in {f["columns"]["ts"]["lower"] for f in day["data_files"]}
+        bucketed = yaml.safe_load(texts["f_bucketed_key_range.yaml"])["tables"]["f_bucketed"]
+        assert all(len(p["data_files"]) >= 3 for p in bucketed["partition_values"])

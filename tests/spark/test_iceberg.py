@@ -150,6 +150,20 @@ expect: {strategy: BroadcastHashJoin}
      "tables.a.partition_values[0].values[0]: bucket(k) takes a whole number, not 'zero'"),
     ("    partition_values: []\n",
      "tables.a.partition_values: an Iceberg table is sized by its files' record counts: one with no partition"),
+    ("    partition_values:\n      - {values: [0], rows: 1000, data_files: [{rows: 600, columns: {k: {lower: 0, upper: 9, "
+     "nulls: 0}}}, {rows: 400, size_bytes: 1 KiB, columns: {d: {lower: '2024-01-01', upper: '2024-01-09'}}}]}\n", None),
+    ("    partition_values:\n      - {values: [0], rows: 1000, data_files: [{rows: 600}, {rows: 300}]}\n",
+     "tables.a.partition_values[0].data_files: the files hold 900 rows, partition_values[0].rows says 1,000"),
+    ("    partition_values:\n      - {values: [0], rows: 1000, data_files: [{rows: 1000, columns: {kk: {lower: 0}}}]}\n",
+     "tables.a.partition_values[0].data_files[0].columns.kk: 'kk' is not a column of the table"),
+    ("    partition_values:\n      - {values: [0], rows: 1000, data_files: [{rows: 1000, columns: {k: {lower: 9, "
+     "upper: 2}}}]}\n", "tables.a.partition_values[0].data_files[0].columns.k.lower: lower bound 9 is above upper"),
+    ("    partition_values:\n      - {values: [0], rows: 1000, data_files: [{rows: 1000, columns: {k: {lower: 'x'}}}]}\n",
+     "tables.a.partition_values[0].data_files[0].columns.k.lower: 'x' is not a long"),
+    ("    partition_values:\n      - {values: [0], rows: 1000, data_files: [{rows: 1000, columns: {k: {nulls: 1001}}}]}"
+     "\n", "tables.a.partition_values[0].data_files[0].columns.k.nulls: more nulls than the file's 1,000 rows"),
+    ("    data_files: [{rows: 1000}]\n",
+     "tables.a.data_files: a partitioned table lists its data files under each partition of `partition_values`"),
 ])
 def test_a_statistics_only_iceberg_table_is_checked_at_collection(write_scenario, layout, says):
     text = STATS_ICEBERG.replace("    partition_by: ['bucket(4, k)']\n", "    partition_by: ['bucket(4, k)']\n" + layout)
@@ -187,6 +201,13 @@ def test_a_statistics_only_iceberg_table_lists_its_partitions_unless_all_are_buc
         error_of(write_scenario, STATS_ICEBERG.replace("    stats: {rows: 10, size_bytes: 80}\n",
                                                        "    stats: {rows: 10, size_bytes: 80}\n"
                                                        "    partition_values: [{values: [1], rows: 10}]\n"))
+    unpartitioned = STATS_ICEBERG.replace("  b:\n    schema: {k: long}\n", "  b:\n    format: iceberg\n    schema: {k: long}\n")
+    files = "    stats: {rows: 10, size_bytes: 80}\n    data_files: [{rows: 4, columns: {k: {lower: 0, upper: 3}}}, {rows: 6}]\n"
+    load_scenario(write_scenario(unpartitioned.replace("    stats: {rows: 10, size_bytes: 80}\n", files)))
+    assert "tables.b.data_files: the files hold 9 rows, stats.rows says 10" in error_of(
+        write_scenario, unpartitioned.replace("    stats: {rows: 10, size_bytes: 80}\n", files.replace("rows: 6", "rows: 5")))
+    assert "tables.b.data_files: `data_files` is an Iceberg table's: add `format: iceberg`" in error_of(
+        write_scenario, STATS_ICEBERG.replace("    stats: {rows: 10, size_bytes: 80}\n", files))
 
 
 def test_partition_values_are_a_statistics_only_tables(write_scenario):

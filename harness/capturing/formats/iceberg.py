@@ -73,6 +73,11 @@ def read_relation(spark, relation) -> CapturedTable:
             if partitions is not None:
                 layout["partition_values"] = partitions
                 stats["rows"] = sum(p["rows"] for p in partitions)
+                _attach_files(spark, relation, spec, schema, partitions, table, where, notes)
+    elif stats["rows"]:
+        files = _data_files(spark, relation, schema, [], where, notes)
+        if files is not None:
+            layout["data_files"] = [entry for _, _, entry in files]
     order = _iceberg_sort_order(table, where, notes)
     if order:
         layout["sort_by"] = order
@@ -190,6 +195,84 @@ def _iceberg_partitions(spark, relation, table, spec: list, schema: dict, where:
 
 # the earlier partition specs a statistics-only Iceberg table declares at most (schema)
 MAX_EARLIER_SPECS = 8
+# the data files a statistics-only Iceberg table lists at most (harness.scenario.formats.iceberg)
+MAX_DATA_FILES = 10000
+# column types whose bounds a scenario replays (timestamps as UTC instants)
+BOUND_TYPES = ("int", "long", "double", "string", "date", "timestamp", "boolean")
+
+
+def _data_files(spark, relation, schema: dict, partition_names: list[str], where: str,
+                notes: list) -> list | None:
+    """The table's data files, from its `data_files` metadata table: each (spec id, partition
+    struct, entry), the entry its rows, length and each column's bounds and null count
+    (`readable_metrics`, Iceberg 1.2+). None, with a note, when they cannot be listed."""
+    files = spark.table(relation_reference(relation) + ".`data_files`")
+    if "readable_metrics" not in files.columns:
+        notes.append(f"{where}: this Iceberg release lists no readable column bounds: its data files are not "
+                     "replayed, so a filter that skips files by their bounds may be sized otherwise")
+        return None
+    columns = [c for c, type_name in schema.items() if type_name in BOUND_TYPES]
+    selected = ["spec_id", "record_count", "file_size_in_bytes"] + (["partition"] if partition_names else [])
+    for i, column in enumerate(columns):
+        metrics = f"readable_metrics.`{column}`"
+        for bound in ("lower_bound", "upper_bound"):
+            value = f"{metrics}.{bound}"
+            selected.append(f"{'unix_micros(' + value + ')' if schema[column] == 'timestamp' else value} AS b{i}_{bound}")
+        selected.append(f"{metrics}.null_value_count AS b{i}_nulls")
+    rows = files.selectExpr(*selected).limit(MAX_DATA_FILES + 1).collect()
+    if len(rows) > MAX_DATA_FILES:
+        notes.append(f"{where} has more than {MAX_DATA_FILES:,} data files: they are not replayed (one file per "
+                     "partition), so a filter that skips files by their bounds may be sized otherwise")
+        return None
+    out = []
+    for row in rows:
+        entry = {"rows": int(row["record_count"]), "size_bytes": int(row["file_size_in_bytes"])}
+        metrics = {}
+        for i, column in enumerate(columns):
+            found = {key: _bound_value(row[f"b{i}_{bound}"], schema[column])
+                     for key, bound in (("lower", "lower_bound"), ("upper", "upper_bound"))
+                     if row[f"b{i}_{bound}"] is not None}
+            if row[f"b{i}_nulls"] is not None:
+                found["nulls"] = int(row[f"b{i}_nulls"])
+            if found:
+                metrics[column] = found
+        if metrics:
+            entry["columns"] = metrics
+        out.append((int(row["spec_id"]), row["partition"] if partition_names else None, entry))
+    return out
+
+
+def _bound_value(value, type_name: str):
+    if type_name == "timestamp":  # microseconds since the epoch, as a UTC instant
+        instant = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=int(value))
+        return instant.isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
+
+
+def _attach_files(spark, relation, spec: list, schema: dict, partitions: list, table, where: str,
+                  notes: list) -> None:
+    """Each partition's data files, under its entry of `partition_values` (matched by spec
+    and values)."""
+    files = _data_files(spark, relation, schema, [f.name for f in spec], where, notes)
+    if files is None:
+        return
+    current = int(table.spec().specId())
+    earlier_ids = sorted({spec_id for spec_id, _, _ in files if spec_id != current})
+    fields_of = {current: spec}
+    for spec_id in earlier_ids:
+        fields_of[spec_id] = _spec_fields(table, table.specs().get(spec_id), schema, where, [])
+    by_key: dict = {}
+    for spec_id, partition, entry in files:
+        values = [_bound_value(partition[f.name], "") if partition[f.name] is not None else None
+                  for f in fields_of[spec_id]]
+        index = None if spec_id == current else earlier_ids.index(spec_id)
+        by_key.setdefault((index, tuple(map(str, values))), []).append(entry)
+    for partition in partitions:
+        found = by_key.get((partition.get("spec"), tuple(map(str, partition["values"]))))
+        if found and sum(f["rows"] for f in found) == partition["rows"]:
+            partition["data_files"] = found
 
 
 def _iceberg_sort_order(table, where: str, notes: list) -> list[str]:

@@ -251,6 +251,11 @@ def check_stats(at: Where, data: dict) -> None:
     for tname, table in data["tables"].items():
         if not is_stats_only(table):
             continue
+        if not is_iceberg(table):
+            for i, partition in enumerate(table.get("partition_values") or []):
+                if "data_files" in partition:
+                    raise at.error(("tables", tname, "partition_values", i, "data_files"), "data files with their "
+                                   "column bounds are an Iceberg table's (`format: iceberg`)")
         stats, schema = table["stats"], literal_schema(table)
         where = ("tables", tname, "stats")
         if "size_bytes" not in stats and (stats or not table.get("partition_by") or is_iceberg(table)):
@@ -316,6 +321,10 @@ def read_sizes(at: Where, data: dict) -> None:
         places += [((key,), table[key]) for key in ("partitions_omitted", "catalog_stats") if key in table]
         places += [(("steps", i, "cache"), step["cache"]) for i, step in enumerate(table.get("steps") or [])
                    if isinstance(step, dict) and isinstance(step.get("cache"), dict)]
+        places += [(("data_files", i), f) for i, f in enumerate(table.get("data_files") or []) if isinstance(f, dict)]
+        places += [(("partition_values", i, "data_files", j), f)
+                   for i, p in enumerate(table.get("partition_values") or []) if isinstance(p, dict)
+                   for j, f in enumerate(p.get("data_files") or []) if isinstance(f, dict)]
         for where, holder in places:
             if "size_bytes" in holder:
                 try:

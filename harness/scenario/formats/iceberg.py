@@ -15,10 +15,12 @@ from harness.scenario.tables import (
     is_derived,
     is_iceberg,
     is_stats_only,
+    literal_fits,
     parse_transform,
     partition_spec,
     partition_text,
     partition_value_problem,
+    stats_bound_kind,
 )
 
 
@@ -37,7 +39,7 @@ PROPERTIES = {
     "write.distribution-mode": lambda v: str(v) in ("none", "hash", "range"),
 }
 # what only an Iceberg table declares
-ONLY = ("sort_by", "files_per_partition", "properties")
+ONLY = ("sort_by", "files_per_partition", "properties", "data_files")
 
 
 def check(at: Where, where: tuple, name: str, table: dict, data: dict) -> None:
@@ -93,6 +95,7 @@ def _check_iceberg_stats(at: Where, where: tuple, table: dict) -> None:
     if listed == []:
         raise at.error(where + ("partition_values",), "an Iceberg table is sized by its files' record counts: one "
                        "with no partition has no rows to replay (leave `partition_values` out, or list them)")
+    _check_data_files(at, where, table, listed)
     if listed is None:
         if any(t.name != "bucket" for t in spec):
             raise at.error(where + ("partition_values",), "list the table's partitions: only an all-bucket partition "
@@ -128,6 +131,54 @@ def _check_iceberg_stats(at: Where, where: tuple, table: dict) -> None:
             raise at.error(where + ("partition_values", i, "values"), "the same partition twice")
         seen.add(key)
     check_partition_totals(at, where, listed, stats)
+
+
+# the data files a statistics-only Iceberg table lists at most, over all its partitions
+MAX_DATA_FILES = 10000
+
+
+def _check_data_files(at: Where, where: tuple, table: dict, listed: list | None) -> None:
+    """Data files listed where they belong (the table's own on an unpartitioned table, a
+    partition's on a partitioned one), at most MAX_DATA_FILES, their rows adding up to what
+    holds them, their bounds over the table's columns, of each column's type, lower ≤ upper."""
+    if table.get("data_files") and partition_spec(table):
+        raise at.error(where + ("data_files",), "a partitioned table lists its data files under each partition of "
+                       "`partition_values`")
+    places = [((), table["data_files"], table["stats"]["rows"], "stats.rows")] if table.get("data_files") else []
+    places += [(("partition_values", i), p["data_files"], p.get("rows"), f"partition_values[{i}].rows")
+               for i, p in enumerate(listed or []) if p.get("data_files")]
+    if sum(len(files) for _, files, _, _ in places) > MAX_DATA_FILES:
+        raise at.error(where + ("partition_values",), f"more than {MAX_DATA_FILES:,} data files: a statistics-only "
+                       "Iceberg table lists at most that many")
+    columns = list(table.get("schema") or {})
+    for place, files, rows, named in places:
+        if rows is not None and sum(f["rows"] for f in files) != rows:
+            raise at.error(where + place + ("data_files",), f"the files hold {sum(f['rows'] for f in files):,} rows, "
+                           f"{named} says {rows:,}")
+        for i, data_file in enumerate(files):
+            for column, metrics in (data_file.get("columns") or {}).items():
+                at_column = where + place + ("data_files", i, "columns", column)
+                if column not in columns:
+                    raise at.error(at_column, f"'{column}' is not a column of the table{did_you_mean(column, columns)}")
+                _check_bounds(at, at_column, metrics, column_type(table, column), data_file["rows"])
+
+
+def _check_bounds(at: Where, where: tuple, metrics: dict, type_name: str, rows: int) -> None:
+    if metrics.get("nulls", 0) > rows:
+        raise at.error(where + ("nulls",), f"more nulls than the file's {rows:,} rows")
+    kind = str if type_name == "string" else stats_bound_kind(type_name)
+    for bound in ("lower", "upper"):
+        if bound not in metrics:
+            continue
+        value = metrics[bound]
+        if kind is None:
+            raise at.error(where + (bound,), f"the bounds of a {type_name} column are not replayed")
+        if not isinstance(value, kind) or (isinstance(value, bool) and type_name != "boolean") \
+                or (kind is not str and not literal_fits(value, type_name)):
+            raise at.error(where + (bound,), f"{value!r} is not a {type_name}")
+    lower, upper = metrics.get("lower"), metrics.get("upper")
+    if lower is not None and upper is not None and type_name not in ("timestamp", "boolean") and lower > upper:
+        raise at.error(where + ("lower",), f"lower bound {lower!r} is above upper bound {upper!r}")
 
 
 def _earlier_specs(at: Where, where: tuple, table: dict) -> list:

@@ -9,6 +9,8 @@ Iceberg SQL syntax), so scenario SQL parses and plans as it does without Iceberg
 """
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
 import re
 from pathlib import Path
@@ -187,6 +189,8 @@ def write_stats_only(spark, name: str, spec: dict) -> None:
         if order:
             _set_sort_order(spark, name, order)
         partitions = spec.get("partition_values") or default_partitions(spec) or []
+        if spec.get("data_files"):  # an unpartitioned table's own files
+            partitions = [{**partitions[0], "data_files": spec["data_files"]}]
         for index, fields in enumerate(specs):
             if index:
                 _evolve_spec(spark, name, specs[index - 1], fields)
@@ -225,6 +229,9 @@ def _term(jvm, transform):
 
 
 def _append_phantom_files(spark, name: str, spec: dict, partitions: list, prefix: str = "") -> None:
+    """Each partition's data files committed to the table's metadata, no bytes on disk: the
+    files it lists (`data_files`: each its rows, length and column bounds, which Iceberg's
+    scan planning reads to skip files a filter excludes), else one file of its rows."""
     if not partitions:
         return
     jvm = spark.sparkContext._jvm
@@ -237,11 +244,7 @@ def _append_phantom_files(spark, name: str, spec: dict, partitions: list, prefix
     total_bytes = spec["stats"].get("size_bytes", 0)
     append = table.newAppend()
     for i, partition in enumerate(partitions):
-        builder = (api.DataFiles.builder(partition_spec_)
-                   .withPath(f"{table.location()}/data/statistics-only-{prefix}{i:05d}.parquet")
-                   .withFormat("PARQUET").withRecordCount(partition["rows"])
-                   .withFileSizeInBytes(max(1, min(PHANTOM_FILE_BYTES_LIMIT,
-                                                   total_bytes * partition["rows"] // total_rows))))
+        data = None
         if partition["values"]:
             data = api.PartitionData(partition_type)
             for j, value in enumerate(partition["values"]):
@@ -249,6 +252,66 @@ def _append_phantom_files(spark, name: str, spec: dict, partitions: list, prefix
                 # Iceberg's own parser of partition strings gives each value its Java type
                 data.set(j, None if text is None else
                          api.types.Conversions.fromPartitionString(fields.get(j).type(), text))
-            builder = builder.withPartition(data)
-        append.appendFile(builder.build())
+        listed = partition.get("data_files")
+        for j, data_file in enumerate(listed or [{"rows": partition["rows"]}]):
+            rows = data_file["rows"]
+            size = data_file.get("size_bytes", total_bytes * rows // total_rows)
+            builder = (api.DataFiles.builder(partition_spec_)
+                       .withPath(f"{table.location()}/data/statistics-only-{prefix}{i:05d}"
+                                 f"{f'-{j:05d}' if listed else ''}.parquet")
+                       .withFormat("PARQUET"))
+            if data_file.get("columns"):
+                builder = builder.withMetrics(_metrics(spark, table.schema(), data_file))
+            builder = builder.withRecordCount(rows).withFileSizeInBytes(max(1, min(PHANTOM_FILE_BYTES_LIMIT, size)))
+            if data is not None:
+                builder = builder.withPartition(data)
+            append.appendFile(builder.build())
     append.commit()
+
+
+def _metrics(spark, schema, data_file: dict):
+    """A data file's column metrics as Iceberg keeps them: lower and upper bounds in its
+    single-value serialisation (Literal.toByteBuffer), value and null counts. Counts go in
+    as Longs through Jackson (Py4J hands a small whole number to Java as an Integer, which
+    a Map<Integer, Long> of Iceberg's cannot hold)."""
+    jvm = spark.sparkContext._jvm
+    lower, upper = jvm.java.util.HashMap(), jvm.java.util.HashMap()
+    values, nulls = {}, {}
+    for column, metrics in data_file["columns"].items():
+        field = schema.findField(column)
+        field_id = int(field.fieldId())
+        for bound, bounds in (("lower", lower), ("upper", upper)):
+            if bound in metrics:
+                bounds.put(field_id, _literal(jvm, field.type(), metrics[bound]).toByteBuffer())
+        values[str(field_id)] = data_file["rows"]
+        if "nulls" in metrics:
+            nulls[str(field_id)] = metrics["nulls"]
+    return jvm.org.apache.iceberg.Metrics(None, None, _long_map(jvm, values), _long_map(jvm, nulls) if nulls else None,
+                                          None, lower, upper)
+
+
+def _literal(jvm, iceberg_type, value):
+    """An Iceberg Literal of the column's type from a scenario value (whole numbers and
+    floats as themselves, dates, decimals and strings from text, timestamps through their
+    microseconds since the epoch, as Iceberg keeps them)."""
+    literal = jvm.org.apache.iceberg.expressions.Literal
+    type_id = str(iceberg_type.typeId())
+    if type_id == "TIMESTAMP":
+        instant = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00").replace(" ", "T"))
+        if instant.tzinfo is None:
+            instant = instant.replace(tzinfo=dt.timezone.utc)
+        micros = (instant - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1)
+        # a whole number reaches Java as an Integer when it fits one: through long either way
+        return literal.of(micros).to(jvm.org.apache.iceberg.types.Types.LongType.get()).to(iceberg_type)
+    if isinstance(value, bool) or type_id in ("STRING", "DATE", "DECIMAL", "UUID"):
+        return literal.of(value if isinstance(value, bool) else str(value)).to(iceberg_type)
+    return literal.of(value).to(iceberg_type)
+
+
+def _long_map(jvm, counts: dict):
+    """A java.util.HashMap<Integer, Long> read by Jackson from JSON text."""
+    mapper = jvm.com.fasterxml.jackson.databind.ObjectMapper()
+    forName = jvm.java.lang.Class.forName
+    map_type = mapper.getTypeFactory().constructMapType(forName("java.util.HashMap"), forName("java.lang.Integer"),
+                                                        forName("java.lang.Long"))
+    return mapper.readValue(json.dumps(counts), map_type)
