@@ -96,6 +96,8 @@ def sections(schema: dict) -> list[tuple[str, dict, list]]:
         elif isinstance(node, dict) and isinstance(node.get("additionalProperties"), dict) \
                 and _has_fields(node["additionalProperties"]):  # a map of objects (column → statistics)
             found += _object_sections(schema, name, node["additionalProperties"])
+        elif isinstance(node, dict) and isinstance(node.get("items"), dict) and _has_fields(node["items"]):
+            found += _object_sections(schema, name, node["items"])  # a list of objects (data files)
         elif isinstance(node, dict) and "type" not in node:  # a group of definitions
             found += [section for sub, inner in node.items() if isinstance(inner, dict) and _has_fields(inner)
                       for section in _object_sections(schema, f"{name}.{sub}", inner)]
