@@ -5,17 +5,14 @@ read. `read` is the one entry: the runner's plan views and capture both use it."
 from __future__ import annotations
 
 from harness.core.vocab import JOIN_OPERATORS, SEMI_JOIN_REDUCTION
-from harness.observe.jvm_plans import (
-    SUBQUERY_ID,
-    _children,
-    _engine_scan_original,
-    _kind,
-    _safe_call,
-    _safe_str,
-    _subquery_texts,
-    _unwrap_option,
-    batch_scan,
-)
+from harness.observe.jvm_plans import SUBQUERY_ID, _subquery_texts
+from harness.observe.plan_nodes import children as _children
+from harness.observe.plan_nodes import kind as _kind
+from harness.observe.plan_nodes import safe_call as _safe_call
+from harness.observe.plan_nodes import safe_str as _safe_str
+from harness.observe.plan_nodes import unwrap_option as _unwrap_option
+from harness.observe.plan_scans import batch_scan
+from harness.observe.plan_scans import engine_scan_original as _engine_scan_original
 from harness.observe.printed_plans import PrintedPlan
 from harness.observe.printed_plans import runtime_filters as printed_bloom_filters
 from harness.observe.runtime_filters import in_subquery_filters

@@ -13,6 +13,20 @@ from dataclasses import asdict, dataclass
 from harness.core.vocab import BUILD_SIDES, JOIN_OPERATORS, NO_JOIN, PLAN_TEXT_LIMIT, spark_version
 from harness.observe import cost as costs
 from harness.observe import filter_model, filter_sides
+from harness.observe.plan_nodes import children as _children
+from harness.observe.plan_nodes import kind as _kind
+from harness.observe.plan_nodes import raw_kind as _raw_kind
+from harness.observe.plan_nodes import safe_call as _safe_call
+from harness.observe.plan_nodes import safe_str as _safe_str
+from harness.observe.plan_nodes import unwrap_option as _unwrap_option
+from harness.observe.plan_scans import (
+    LEAF_SCANS,
+    OTHER_TABLE_SCANS,
+    batch_scan,
+    file_scan,
+    other_scan,
+)
+from harness.observe.plan_scans import engine_scan_original as _engine_scan_original
 from harness.spark import engines
 
 
@@ -38,42 +52,6 @@ class JoinNode:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def _raw_kind(node) -> str:
-    # nodeName may carry a suffix: "SortMergeJoin(skew=true)", "WholeStageCodegen (1)".
-    return str(node.nodeName()).split("(")[0].strip()
-
-
-def _kind(node) -> str:
-    """The operator's Spark name: a native engine's operator is read as the one it
-    replaces (`CometSortMergeJoin` is a SortMergeJoin), so every reader keeps its meaning."""
-    return engines.spark_name(_raw_kind(node))
-
-
-def _children(node, kind: str) -> list:
-    if kind == "AdaptiveSparkPlan":
-        return [node.executedPlan()]
-    if kind.endswith("QueryStage"):
-        return [node.plan()]
-    if kind == "ReusedExchange":
-        return [node.child()]
-    seq = node.children()
-    return [seq.apply(i) for i in range(seq.size())]
-
-
-def _unwrap_option(text: str) -> str:
-    """Scala's `Some(x)` → x, `None` → "" (str.removeprefix needs Python 3.9; 3.0 runs on 3.8)."""
-    if text == "None":
-        return ""
-    return text[5:-1] if text.startswith("Some(") and text.endswith(")") else text
-
-
-def _safe_str(fn) -> str:
-    try:
-        return str(fn())
-    except Exception:  # an operator without that field
-        return ""
 
 
 def _build_side(node, kind: str) -> str:
@@ -169,15 +147,6 @@ def join_nodes(physical_plan, table_names: dict | None = None) -> list[JoinNode]
     return found
 
 
-LEAF_SCANS = ("Scan ", "InMemoryTableScan")  # the node names of the scans below told apart by their class
-# Scans that name their table other than a file source's or a V2 batch scan's: a Hive serde
-# table (text, sequence file, Avro, JSON serde) and a V1 data source relation (JDBC, ...).
-OTHER_TABLE_SCANS = {
-    "HiveTableScanExec": lambda node: _safe_str(lambda: node.relation().tableMeta().identifier().table()),
-    "RowDataSourceScanExec": lambda node: _safe_str(lambda: node.tableIdentifier().get().table()),
-}
-
-
 SUBQUERY_ID = re.compile(r"#\d+")
 
 
@@ -269,93 +238,6 @@ def _subquery_texts(plan) -> list[str] | None:
         texts = None
     _SUBQUERY_TEXTS[:] = [plan, final, texts]
     return texts
-
-
-def _engine_scan_original(node, kind: str):
-    """The Spark scan (FileSourceScanExec, BatchScanExec) a native engine's scan replaced,
-    else None: Comet keeps it (`wrapped` in CometScanExec and CometBatchScanExec,
-    `originalPlan` in CometNativeScanExec and CometIcebergNativeScanExec)."""
-    if not kind.startswith(engines.SCAN_PREFIXES):
-        return None
-    for field in ("wrapped", "originalPlan"):
-        original = _safe_call(getattr(node, field))
-        if original is not None and _safe_str(lambda: original.getClass().getSimpleName()) in (
-                "FileSourceScanExec", "BatchScanExec"):
-            return original
-    return None
-
-
-def file_scan(node, table_names: dict | None) -> dict:
-    """A FileSourceScanExec: its table (the scenario's name for a catalog table), whether
-    it reads the table's buckets as partitions (what lets a join skip the shuffle), what
-    Spark prints about that from 3.1 on for a bucketed table (`true`, or `false (bucket
-    column(s) not read)`, `false (disabled by query planner)`, `false (disabled by
-    configuration)`), and its dynamic partition pruning (`pruning_of`)."""
-    table = _safe_str(lambda: node.tableIdentifier().get().table())
-    note = _safe_call(lambda: node.metadata().get("Bucketed"))  # 3.1+, for a table with a bucket spec
-    return {"table": (table_names or {}).get(table, table) or None,
-            "bucketed": _safe_str(lambda: node.bucketedScan()).lower() == "true",
-            "bucket_note": str(note.get()) if note is not None and note.isDefined() else None,
-            "pruning": pruning_of(node)}
-
-
-def other_scan(node, table: str, table_names: dict | None) -> dict:
-    """A Hive serde table's scan or a V1 data source's: its table; never bucketed (Spark
-    reads neither's buckets as partitions); its dynamic partition pruning (a Hive table's,
-    among its partition pruning predicates)."""
-    return {"table": (table_names or {}).get(table, table) or None, "bucketed": False, "bucket_note": None,
-            "pruning": pruning_of(node)}
-
-
-def batch_scan(node, table_names: dict | None) -> dict:
-    """A BatchScanExec (a V2 table: Iceberg's): its table, and its storage-partitioned join
-    decision: `key_grouped` (it reports the table's partitioning, so a join may skip the
-    shuffle), `partially_clustered` (the bigger side's partitions split and the other
-    side's replicated; 3.4+), `partition_values` (how many partition values the join
-    pushed to it; None where none were). The fields moved into `spjParams` in 3.5."""
-    name = _safe_str(lambda: node.table().name())  # 3.4+; 3.3's scan names its table in its text
-    if not name:
-        found = re.search(r"\btable=([^,\s)]+)", _safe_str(lambda: node.scan().toString()))
-        name = found.group(1) if found else ""
-    table = name.rsplit(".", 1)[-1] if name else ""
-    params = _safe_call(node.spjParams)
-    source = params if params is not None else node
-    partially = _safe_str(lambda: source.applyPartialClustering()).lower()
-    values = _safe_call(lambda: source.commonPartitionValues())
-    pushed = values.get().size() if values is not None and values.isDefined() else None
-    grouped = _safe_str(lambda: node.outputPartitioning().getClass().getSimpleName()) == "KeyGroupedPartitioning"
-    return {"table": (table_names or {}).get(table, table) or None, "bucketed": False, "bucket_note": None,
-            "pruning": pruning_of(node), "key_grouped": grouped,
-            "partially_clustered": partially == "true" if partially in ("true", "false") else None,
-            "partition_values": pushed}
-
-
-def pruning_of(scan) -> str:
-    """The scan's dynamic partition pruning: `none`; `broadcast` (a subquery on the join's
-    broadcast: SubqueryBroadcast); `subquery` (a subquery of its own); `dropped`
-    (planned, then replaced by `true`: no broadcast to reuse while only reuse was
-    allowed); before AQE has run, a SubqueryAdaptiveBroadcast, whose fate AQE decides
-    once it knows the join: `adaptive` (the join's broadcast if there is one, else a
-    subquery of its own) or `adaptive_reuse_only` (the broadcast, else dropped). A file
-    scan holds it among its partition filters, a V2 scan (BatchScanExec: Iceberg's) among
-    its runtime filters (3.2+), a Hive table's scan among its partition pruning predicates."""
-    filters = _safe_call(lambda: scan.partitionFilters())
-    if filters is None:
-        filters = _safe_call(lambda: scan.runtimeFilters())
-    if filters is None:  # a Hive serde table's scan
-        filters = _safe_call(lambda: scan.partitionPruningPred())
-    for i in range(filters.size() if filters is not None else 0):
-        expression = filters.apply(i)
-        if str(expression.nodeName()) != "DynamicPruningExpression":
-            continue
-        child = expression.child()
-        if str(child.nodeName()) == "Literal":
-            return "dropped"
-        subquery = _safe_call(child.plan)
-        if subquery is not None and _kind(subquery) == "SubqueryAdaptiveBroadcast":
-            return "adaptive_reuse_only" if _safe_call(subquery.onlyInBroadcast) is not False else "adaptive"
-        return "broadcast" if subquery is not None and "Broadcast" in _kind(subquery) else "subquery"
-    return "none"
 
 
 # ShuffleExchangeExec's node name (a BroadcastExchange is not a shuffle)
@@ -585,13 +467,6 @@ def _jvm_class(jvm, name: str):
             target = getattr(target, part)
         found[name] = target
     return found[name]
-
-
-def _safe_call(fn):
-    try:
-        return fn()
-    except Exception:  # a class or method this Spark version does not have
-        return None
 
 
 def _stats(node) -> dict:

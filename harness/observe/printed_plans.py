@@ -206,7 +206,7 @@ BUCKETED = re.compile(r"\bBucketed: (true|false(?: \(([^)]*)\))?)")
 
 
 def _scans_below(node: dict, table_names: dict | None) -> list[dict]:
-    """The file scans of a printed subtree, as harness.observe.jvm_plans.file_scan reads them."""
+    """The file scans of a printed subtree, as harness.observe.plan_scans.file_scan reads them."""
     scans = []
     for below in _walk(node):
         match = SCAN_TABLE.match(below["text"])

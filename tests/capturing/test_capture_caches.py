@@ -20,8 +20,7 @@ import yaml
 
 from harness.capturing import setup
 from harness.capturing.to_scenario import CaptureError, capture
-from harness.observe import jvm_plans
-from harness.spark.query import checksum_frame
+from tests.capturing.real_plans import captured_at_threshold
 
 DB = "cache_states"
 NAMES = {"ev": "ev", "cu": "cu"}
@@ -83,19 +82,11 @@ def test_a_table_read_through_its_cache_replays_spark_s_own_estimates(session, w
         if state in ("frame_view", "cache_as_select") and query == "one_day":
             text = text + " AND c.region = 'r1'"
         conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.cbo.enabled": str(cbo).lower()}
-        for key, value in conf.items():
-            spark.conf.set(key, value)
-        top = jvm_plans.join_estimates(spark.sql(text), logical=False)[0]
-        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(min(s["size_in_bytes"] for s in top.values())))
-        frame = checksum_frame(spark.sql(text))
-        direct = [(j.strategy, j.build_side, j.tables, j.shuffles, j.scans)
-                  for j in jvm_plans.join_nodes(jvm_plans.current_plan(frame), NAMES)]
-        direct_estimates = jvm_plans.join_estimates(frame)
-        path = capture(text, tmp_path / f"{state}_{query}.yaml", spark=spark)
+        path, direct, direct_estimates = captured_at_threshold(spark, text, tmp_path / f"{state}_{query}.yaml",
+                                                               NAMES, conf)
         assert not spark._jsparkSession.sharedState().cacheManager().isEmpty()  # the self-check left them
     finally:
-        for key in ("spark.sql.adaptive.enabled", "spark.sql.cbo.enabled", "spark.sql.autoBroadcastJoinThreshold"):
-            spark.conf.unset(key)
+        spark.conf.unset("spark.sql.cbo.enabled")  # cache_cbo built its cache with CBO on
         spark.catalog.clearCache()
         for view in ("recent_ev", "big_cu"):
             spark.catalog.dropTempView(view)

@@ -36,9 +36,7 @@ spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "fal
          .config("spark.sql.warehouse.dir", folder + "/warehouse")
          .config("javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={folder}/metastore;create=true")
          .enableHiveSupport().getOrCreate())
-from harness.capturing.to_scenario import capture
-from harness.observe import jvm_plans
-from harness.spark.query import checksum_frame
+from tests.capturing.real_plans import captured_at_threshold
 spark.sql("CREATE DATABASE hf")
 out = []
 for name, clause in formats.items():
@@ -66,22 +64,12 @@ for name, clause in formats.items():
               {"spark.sql.cbo.enabled": "true", "spark.sql.statistics.fallBackToHdfs": fallback})
              for fallback in ("false", "true")]
     for state, query, conf in runs:
-        conf = {"spark.sql.adaptive.enabled": "false", **conf}
-        for key, value in conf.items():
-            spark.conf.set(key, value)
-        top = jvm_plans.join_estimates(spark.sql(query), logical=False)[0]
-        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(min(s["size_in_bytes"] for s in top.values())))
-        frame = checksum_frame(spark.sql(query))
-        joins = [(j.strategy, j.build_side, j.tables, j.shuffles, j.scans)
-                 for j in jvm_plans.join_nodes(jvm_plans.current_plan(frame), names)]
-        label = f"{name}_{state}_" + "_".join(v for k, v in sorted(conf.items()) if "adaptive" not in k)
-        path = capture(query, f"{folder}/{label}.yaml", spark=spark)
-        out.append({"format": name, "state": state, "file": str(path), "joins": joins,
-                    "estimates": jvm_plans.join_estimates(frame),
+        label = f"{name}_{state}_" + "_".join(v for k, v in sorted(conf.items()))
+        path, joins, estimates = captured_at_threshold(spark, query, f"{folder}/{label}.yaml", names,
+                                                       {"spark.sql.adaptive.enabled": "false", **conf})
+        out.append({"format": name, "state": state, "file": str(path), "joins": joins, "estimates": estimates,
                     "ext_files": sum(os.path.getsize(os.path.join(landed, f)) for f in os.listdir(landed)
                                      if not f.startswith((".", "_")))})
-        for key in (*conf, "spark.sql.autoBroadcastJoinThreshold"):
-            spark.conf.unset(key)
 print("RESULT " + json.dumps(out))
 """
 

@@ -18,8 +18,7 @@ import yaml
 
 from harness.capturing import fidelity
 from harness.capturing.to_scenario import CaptureError, capture
-from harness.observe import jvm_plans
-from harness.spark.query import checksum_frame
+from tests.capturing.real_plans import captured_at_threshold
 
 DB = "states"
 FACTS = ("ev_stale", "ev_gone", "ev_empty", "ev_orc")
@@ -74,33 +73,15 @@ def states():
     return spark
 
 
-def _direct(spark, query: str):
-    frame = checksum_frame(spark.sql(query))
-    names = {t: t for t in FACTS + DIMS}
-    joins = [(j.strategy, j.build_side, j.tables, j.shuffles, j.scans)
-             for j in jvm_plans.join_nodes(jvm_plans.current_plan(frame), names)]
-    return joins, jvm_plans.join_estimates(frame)
-
-
 @pytest.mark.parametrize("cbo", [False, True], ids=["cbo-off", "cbo-on"])
 @pytest.mark.parametrize("query", list(QUERIES))
 @pytest.mark.parametrize("fact", FACTS)
 def test_a_table_in_a_production_state_replays_spark_s_own_estimates(session, states, tmp_path, fact, query, cbo,
                                                                      assert_replays):
-    spark = states
     text = QUERIES[query].format(f=fact)
     conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.cbo.enabled": str(cbo).lower()}
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
-        top = jvm_plans.join_estimates(spark.sql(text), logical=False)[0]
-        # at the real smaller side: one byte more in the replay and it would not broadcast
-        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(min(s["size_in_bytes"] for s in top.values())))
-        direct, direct_estimates = _direct(spark, text)
-        path = capture(text, tmp_path / f"{fact}_{query}.yaml", spark=spark)
-    finally:
-        for key in (*conf, "spark.sql.autoBroadcastJoinThreshold"):
-            spark.conf.unset(key)
+    path, direct, direct_estimates = captured_at_threshold(states, text, tmp_path / f"{fact}_{query}.yaml",
+                                                           {t: t for t in FACTS + DIMS}, conf)
     written = path.read_text()
     assert "WARNING" not in written, written[:2000]
     data = yaml.safe_load(written)
@@ -259,21 +240,9 @@ def test_column_histograms_replay_spark_s_own_filter_estimates(session, histogra
                                                                assert_replays):
     """Captured per column (height, each bin's bounds and distinct count) and injected on
     replay: with CBO on, a filter's selectivity comes from the bins, as over the real table."""
-    spark, text = histograms, HIST_QUERIES[query]
     conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.cbo.enabled": str(cbo).lower()}
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
-        top = jvm_plans.join_estimates(spark.sql(text), logical=False)[0]
-        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(min(s["size_in_bytes"] for s in top.values())))
-        frame = checksum_frame(spark.sql(text))
-        direct = [(j.strategy, j.build_side, j.tables, j.shuffles, j.scans)
-                  for j in jvm_plans.join_nodes(jvm_plans.current_plan(frame), {"hf": "hf", "hd": "hd"})]
-        direct_estimates = jvm_plans.join_estimates(frame)
-        path = capture(text, tmp_path / f"{query}.yaml", spark=spark)
-    finally:
-        for key in (*conf, "spark.sql.autoBroadcastJoinThreshold"):
-            spark.conf.unset(key)
+    path, direct, direct_estimates = captured_at_threshold(histograms, HIST_QUERIES[query], tmp_path / f"{query}.yaml",
+                                                           {"hf": "hf", "hd": "hd"}, conf)
     written = path.read_text()
     assert "WARNING" not in written, written[:2000]
     columns = yaml.safe_load(written)["tables"]["hf"]["stats"]["columns"]
