@@ -52,6 +52,14 @@ def reads_one_relation(node) -> bool:
     return stripped(node).getClass().getSimpleName() in RELATION_KINDS + ("View",)
 
 
+def cached_name(node, relation) -> str:
+    """A cached part of the plan in words: the view it is, or the name its cache was given."""
+    if node.getClass().getSimpleName() == "View":
+        return f"the cached view {one_line(str(node.desc().identifier().table()))}"
+    name = str(relation.cacheBuilder().tableName())
+    return f"the cached {one_line(name[5:-1]) if name.startswith('Some(') else 'DataFrame'}"
+
+
 def cache_note(where: str, relation, sizes: dict) -> str:
     """Where a cached table's size came from, in words."""
     rows = f", {sizes['rows']:,} rows" if "rows" in sizes else ""

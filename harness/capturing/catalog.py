@@ -10,7 +10,14 @@ import os
 import re
 import urllib.parse
 
-from harness.capturing.caches import CacheLookup, cache_note, fragment_note, reads_one_relation, stripped
+from harness.capturing.caches import (
+    CacheLookup,
+    cache_note,
+    cached_name,
+    fragment_note,
+    reads_one_relation,
+    stripped,
+)
 from harness.capturing.formats import entry_reader, relation_reader
 from harness.capturing.relations import (
     CaptureError,
@@ -70,7 +77,10 @@ def _visit_cached(spark, node, found: dict, caches: CacheLookup, cached) -> None
     replayed uncached, said in a note."""
     inner = stripped(node)
     below: dict = {}
-    _visit_node(spark, inner, below, CacheLookup.none(spark))
+    try:
+        _visit_node(spark, inner, below, CacheLookup.none(spark))
+    except CaptureError as exc:
+        raise CaptureError(f"{cached_name(inner, cached)}: {exc}") from None
     for key, table in below.items():
         found.setdefault(key, table)
     if not below:

@@ -114,7 +114,11 @@ def test_a_cache_of_rows_with_no_table_behind_it_is_one_line(session, warehouse,
         with pytest.raises(CaptureError) as info:
             capture(f"SELECT * FROM {DB}.cu c JOIN made_in_python m ON c.customer = m.customer",
                     tmp_path / "q.yaml", spark=spark)
-        assert "it reads a Range, not a catalog table" in str(info.value) and "\n" not in str(info.value)
+        message = str(info.value)
+        # (3.0 and 3.1 keep no marker of a temporary view: there the cache is a DataFrame's)
+        named = "view made_in_python" if tuple(int(p) for p in spark.version.split(".")[:2]) >= (3, 2) else "DataFrame"
+        assert message.startswith(f"query: the cached {named}: it reads a Range, not a catalog table"), message
+        assert "\n" not in message
         assert not (tmp_path / "q.yaml").exists()
     finally:
         spark.catalog.clearCache()

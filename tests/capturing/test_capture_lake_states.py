@@ -120,9 +120,11 @@ CAPTURE = textwrap.dedent("""
         ("f_bucketed", "key_range"): "SELECT f.amount, c.region FROM {P}.{f} f JOIN {P}.cu c ON f.customer = "
                                      "c.customer WHERE c.customer < 400",
     }
-    runs = [(fact, query, text) for fact in facts for query, text in queries.items()]
-    runs += [(fact, query, text) for (fact, query), text in bounded.items() if fact in facts]
-    for fact, query, text in runs:
+    runs = [(fact, query, text, "false") for fact in facts for query, text in queries.items()]
+    runs += [(fact, query + suffix, text, cbo) for (fact, query), text in bounded.items() if fact in facts
+             for suffix, cbo in (("", "false"), ("_cbo", "true"))]
+    for fact, query, text, cbo in runs:
+        spark.conf.set("spark.sql.cbo.enabled", cbo)
         text = text.format(P=P, f=fact)
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
         top = jvm_plans.join_estimates(spark.sql(text), logical=False)[0]
