@@ -66,12 +66,12 @@ def catalog_table(spark, name: str) -> CapturedTable:
 def _visit(spark, node, found: dict, caches: CacheLookup) -> None:
     cached = caches.relation(node)
     if cached is not None:
-        _visit_cached(spark, node, found, caches, cached)
+        _visit_cached(spark, node, found, cached)
         return
     _visit_node(spark, node, found, caches)
 
 
-def _visit_cached(spark, node, found: dict, caches: CacheLookup, cached) -> None:
+def _visit_cached(spark, node, found: dict, cached) -> None:
     """A part of the plan Spark reads from its cache: the table or view it is, with the
     cache's statistics; operators over tables (a cached DataFrame the query repeats) are
     replayed uncached, said in a note."""
@@ -87,8 +87,9 @@ def _visit_cached(spark, node, found: dict, caches: CacheLookup, cached) -> None
         return
     if reads_one_relation(inner):
         target = found[_read_key(inner)]
-        target.cache = cache_sizes(spark, cached)
-        target.notes.append(cache_note(f"{target.database}.{target.table}", cached, target.cache))
+        if target.cache is None:  # a table read twice (a self-join) is noted once
+            target.cache = cache_sizes(spark, cached)
+            target.notes.append(cache_note(f"{target.database}.{target.table}", cached, target.cache))
         return
     first = found[next(iter(below))]
     first.notes.append(fragment_note([".".join(key) for key in below], cached))

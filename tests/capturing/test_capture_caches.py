@@ -107,6 +107,20 @@ def test_a_table_read_through_its_cache_replays_spark_s_own_estimates(session, w
     assert_replays(path, direct, direct_estimates)
 
 
+def test_a_table_read_twice_through_its_cache_is_noted_once(session, warehouse, tmp_path):
+    spark = warehouse
+    spark.catalog.clearCache()
+    try:
+        spark.sql(f"CACHE TABLE {DB}.cu")
+        path = capture(f"SELECT a.region FROM {DB}.cu a JOIN {DB}.cu b ON a.customer = b.customer + 1",
+                       tmp_path / "self_join.yaml", spark=spark)
+    finally:
+        spark.catalog.clearCache()
+    written = path.read_text()
+    assert sum("is read through the session's cache" in line for line in written.splitlines()) == 1, written[:800]
+    assert "WARNING" not in written and "FROM cu_cached a JOIN cu_cached b" in written
+
+
 def test_a_cache_of_rows_with_no_table_behind_it_is_one_line(session, warehouse, tmp_path):
     spark = warehouse
     try:
