@@ -32,10 +32,13 @@ class CacheLookup:
         """The InMemoryRelation for `node`'s subtree, None when it is not cached."""
         if self.empty:
             return None
-        try:
-            found = self.manager.lookupCachedData(node)
-        except Exception:  # 4.x: lookupCachedData(session, plan)
-            found = self.manager.lookupCachedData(self.spark._jsparkSession, node)
+        if not getattr(self, "with_session", False):
+            try:
+                found = self.manager.lookupCachedData(node)
+                return None if found.isEmpty() else found.get().cachedRepresentation()
+            except Exception:  # 4.x: lookupCachedData(session, plan); asked so from now on
+                self.with_session = True
+        found = self.manager.lookupCachedData(self.spark._jsparkSession, node)
         return None if found.isEmpty() else found.get().cachedRepresentation()
 
 

@@ -310,8 +310,20 @@ def _literal(jvm, iceberg_type, value):
 
 def _long_map(jvm, counts: dict):
     """A java.util.HashMap<Integer, Long> read by Jackson from JSON text."""
-    mapper = jvm.com.fasterxml.jackson.databind.ObjectMapper()
-    forName = jvm.java.lang.Class.forName
-    map_type = mapper.getTypeFactory().constructMapType(forName("java.util.HashMap"), forName("java.lang.Integer"),
-                                                        forName("java.lang.Long"))
+    mapper, map_type = _long_map_reader(jvm)
     return mapper.readValue(json.dumps(counts), map_type)
+
+
+_READERS: dict = {}
+
+
+def _long_map_reader(jvm) -> tuple:
+    """(Jackson's ObjectMapper, the HashMap<Integer, Long> type), made once per JVM: every
+    data file of a table reads two maps."""
+    if id(jvm) not in _READERS:
+        mapper = jvm.com.fasterxml.jackson.databind.ObjectMapper()
+        for_name = jvm.java.lang.Class.forName
+        _READERS.clear()
+        _READERS[id(jvm)] = (mapper, mapper.getTypeFactory().constructMapType(
+            for_name("java.util.HashMap"), for_name("java.lang.Integer"), for_name("java.lang.Long")))
+    return _READERS[id(jvm)]
