@@ -63,9 +63,12 @@ def test_an_endless_nested_loop_check_runs_nothing(write_scenario, session):
 
 
 def test_case_ignoring_cancellation_gets_its_context_stopped(write_scenario, session, monkeypatch):
-    # Stand in for a job that does not react to cancellation.
+    # Stand in for a job that does not react to cancellation. Its clock is not read
+    # between steps either: on a loaded machine planning alone may outlast the 2 s, and the
+    # case would then end at that check, before any job ran, with nothing to stop.
     monkeypatch.setattr(case_scope.CaseScope, "_cancel_jobs", lambda self: None)
-    monkeypatch.setattr(case_scope, "STOP_GRACE_S", 1.0)
+    monkeypatch.setattr(case_scope.CaseScope, "check_timeout", lambda self: None)
+    monkeypatch.setattr(case_scope, "STOP_GRACE_S", 3.0)
     from pyspark import SparkContext
     jvm = SparkContext._gateway.proc
     case = _only_case(write_scenario(ENDLESS))
