@@ -71,6 +71,24 @@ def find(start: str | os.PathLike | None = None) -> Project:
 
 
 def _toml(path: Path) -> dict:
+    """The file's table, parsed once per content: every command and each xdist worker asks
+    for the project more than once."""
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise ProjectError(f"{path}: cannot be read: {exc}") from None
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _PARSED:
+        if len(_PARSED) >= 16:  # a process sees a project or two: never grows past a few files
+            _PARSED.clear()
+        _PARSED[key] = _parsed_toml(path)
+    return _PARSED[key]
+
+
+_PARSED: dict = {}
+
+
+def _parsed_toml(path: Path) -> dict:
     try:
         import tomllib
     except ImportError:  # Python < 3.11: pytest's own dependency

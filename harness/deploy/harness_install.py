@@ -7,6 +7,7 @@ harness release (a checkout's environments put the checkout first on sys.path, s
 folder serves every checkout), or in the folder the project's settings name."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -44,8 +45,9 @@ class HarnessInstall:
                 "index": f"{self.where} from the package index"}[self.kind]
 
 
+@functools.lru_cache(maxsize=1)
 def current() -> HarnessInstall:
-    """How the running harness is installed."""
+    """How the running harness is installed (asked once: it cannot change while it runs)."""
     version = harness.__version__
     if _is_source_tree(SOURCE):  # editable, or the source on sys.path (PYTHONPATH, a run from the checkout)
         return HarnessInstall("checkout", str(SOURCE), version)

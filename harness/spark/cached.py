@@ -11,7 +11,7 @@ the same field on 3.0–4.3) — so that the query over it is planned as in prod
 cache is dropped with the case's others (harness.spark.case_scope)."""
 from __future__ import annotations
 
-from harness.spark.stats_only import big_option, column_properties, column_stat
+from harness.spark.stats_only import column_properties, column_stat, jvm_statistics
 
 
 class CacheSizingError(Exception):
@@ -25,18 +25,12 @@ def size_cache(spark, frame, sizes: dict) -> None:
     relation = cached_relation(spark, frame)
     if relation is None:
         raise CacheSizingError("the frame is not cached: nothing to size")
-    jvm = spark._jvm
     current = relation.statsOfPlanToCache()
-    arguments = jvm.java.util.ArrayList()
-    size = big_option(jvm, "cache", str(sizes["size_bytes"]))
-    arguments.addAll(jvm.scala.collection.JavaConverters.seqAsJavaListConverter(size.toList()).asJava())
-    arguments.add(big_option(jvm, "cache", str(sizes["rows"])) if "rows" in sizes else jvm.scala.Option.empty())
-    arguments.add(_attribute_stats(spark, relation, sizes.get("columns") or {}))
-    statistics_class = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Statistics")
-    constructor = max(statistics_class.getConstructors(), key=lambda c: c.getParameterCount())
-    if constructor.getParameterCount() == 4:  # isRuntime (3.1+): kept as it was
-        arguments.add(current.isRuntime())
-    getattr(relation, "statsOfPlanToCache_$eq")(constructor.newInstance(arguments.toArray()))
+    statistics = jvm_statistics(spark._jvm, "org.apache.spark.sql.catalyst.plans.logical.Statistics", "cache",
+                                sizes["size_bytes"], sizes.get("rows"),
+                                _attribute_stats(spark, relation, sizes.get("columns") or {}),
+                                trailing=(lambda: current.isRuntime(),))  # 3.1+: kept as it was
+    getattr(relation, "statsOfPlanToCache_$eq")(statistics)
 
 
 def cached_relation(spark, frame):

@@ -165,16 +165,8 @@ def inject(spark, table_name: str, spec: dict) -> None:
     for name, column in stats.get("columns", {}).items():
         properties = column_properties(spark, name, column, schema[name][0])
         column_stats.put(name, column_stat(jvm, table_name, name, properties))
-    # The constructor's arguments, gathered in the JVM: sizeInBytes (a BigInt, unwrapped
-    # from an Option there), rowCount (Option[BigInt]), colStats.
-    arguments = jvm.java.util.ArrayList()
-    size = big_option(jvm, table_name, str(stats["size_bytes"]))
-    arguments.addAll(jvm.scala.collection.JavaConverters.seqAsJavaListConverter(size.toList()).asJava())
-    arguments.add(big_option(jvm, table_name, str(stats["rows"])) if "rows" in stats else jvm.scala.Option.empty())
-    arguments.add(python_utils(jvm).toScalaMap(column_stats))
-    statistics_class = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.catalog.CatalogStatistics")
-    constructor = next(c for c in statistics_class.getConstructors() if c.getParameterCount() == 3)
-    statistics = constructor.newInstance(arguments.toArray())
+    statistics = jvm_statistics(jvm, "org.apache.spark.sql.catalyst.catalog.CatalogStatistics", table_name,
+                                stats["size_bytes"], stats.get("rows"), python_utils(jvm).toScalaMap(column_stats))
     state.catalog().alterTableStats(identifier, jvm.scala.Some(statistics))
 
 
@@ -212,6 +204,25 @@ def column_stat(jvm, table_name: str, column: str, properties: dict):
     if parsed.isEmpty():
         raise ValueError(f"Spark could not read the statistics of column '{column}'")
     return parsed.get()
+
+
+def jvm_statistics(jvm, class_name: str, owner: str, size_bytes: int, rows: int | None, column_stats,
+                   trailing: tuple = ()):
+    """Spark's `Statistics` or `CatalogStatistics` (sizeInBytes, rowCount, column statistics,
+    then the values of `trailing`'s calls where this version's constructor takes them — an
+    argument an older Spark lacks is never asked for), constructed in the JVM:
+    the BigInt size is unwrapped from its Option there and the Option[BigInt] row count
+    never crosses Py4J."""
+    arguments = jvm.java.util.ArrayList()
+    size = big_option(jvm, owner, str(size_bytes))
+    arguments.addAll(jvm.scala.collection.JavaConverters.seqAsJavaListConverter(size.toList()).asJava())
+    arguments.add(big_option(jvm, owner, str(rows)) if rows is not None else jvm.scala.Option.empty())
+    arguments.add(column_stats)
+    by_arity = {c.getParameterCount(): c for c in jvm.java.lang.Class.forName(class_name).getConstructors()}
+    arity = max(count for count in by_arity if count <= 3 + len(trailing))
+    for value in trailing[:arity - 3]:
+        arguments.add(value())
+    return by_arity[arity].newInstance(arguments.toArray())
 
 
 def big_option(jvm, table_name: str, digits: str):
