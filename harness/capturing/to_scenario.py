@@ -472,13 +472,25 @@ def session_join_conf(spark) -> dict:
     converters = spark._jvm.scala.collection.JavaConverters
     values = dict(converters.mapAsJavaMapConverter(explicit).asJava())
     registry = conf_registry.registry_of(spark)
+    pyspark_own = _pyspark_defaults()
     out = {}
     for key in sorted(values):
         if conf_refusal(registry, key, values[key]) is not None:
             continue
+        if key in pyspark_own and str(values[key]) == pyspark_own[key]:
+            continue  # set by PySpark for every session, not by the user (4.x: artifact isolation off)
         # Iceberg's own booleans (not in Spark's registry) as booleans
         out[key] = str(values[key]).strip().lower() == "true" if key in confs.ICEBERG_CONFS else values[key]
     return out
+
+
+def _pyspark_defaults() -> dict[str, str]:
+    """The configs PySpark sets in every session it starts, where the user set none."""
+    try:
+        from pyspark.core.context import DEFAULT_CONFIGS  # 4.0+
+    except ImportError:
+        from pyspark.context import DEFAULT_CONFIGS
+    return {key: str(value) for key, value in DEFAULT_CONFIGS.items()}
 
 
 class _Dumper(yaml.SafeDumper):
@@ -542,10 +554,12 @@ def main(paths: list[str], out: str, sql: str | None, analyze: bool, master: str
         print(f"error: --baseline: {exc}")
         return 2
     builder = SparkSession.builder.master(master or "local[2]").appName("join-harness capture")
-    for key, value in spark_conf.items():
+    # the console is for what was captured: no stage progress bars between its lines
+    for key, value in {"spark.ui.showConsoleProgress": "false", **spark_conf}.items():
         builder = builder.config(key, value)
     py4j_acks.install()
     spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")  # a metastore's start-up warnings are not the capture's
     failures = 0
     try:
         if setup_text is not None:  # what production's session did before its queries

@@ -594,3 +594,21 @@ def test_a_runtime_filter_is_captured_and_the_replay_plans_it_again(session, war
     record, _, _ = replayed_plan(session, path)
     assert record.status == "passed", record.message
     assert [f["table"] for f in record.observed.initial.runtime_filters] == ["sales"]
+
+
+def test_what_pyspark_sets_in_every_session_is_not_captured_as_the_users_config(warehouse):
+    """PySpark 4.0+ turns artifact isolation off in every session it starts: that is no
+    choice of the user's, and a replay on a version without the key would say so in every
+    record. A value the user set otherwise is theirs."""
+    from harness.capturing.to_scenario import _pyspark_defaults, session_join_conf
+    key = "spark.sql.artifact.isolation.enabled"
+    if key not in _pyspark_defaults():
+        pytest.skip("this PySpark sets no SQL config of its own")
+    spark = warehouse
+    assert spark.conf.get(key) == _pyspark_defaults()[key]
+    assert key not in session_join_conf(spark)
+    spark.conf.set(key, "true")
+    try:
+        assert session_join_conf(spark)[key] == "true"
+    finally:
+        spark.conf.set(key, _pyspark_defaults()[key])
