@@ -13,6 +13,8 @@ come back, the cross-strategy check runs on them; it has no expectations of its 
 from __future__ import annotations
 
 import copy
+import datetime as dt
+import math
 import re
 
 from harness.scenario.tables import partition_spec
@@ -145,16 +147,21 @@ def _column(type_name: str, stats: dict, distinct: int, rows: int, full_rows: in
     base = _base(type_name)
     scaled = distinct if stats.get("distinct") else None
     low, high = stats.get("min"), stats.get("max")
+    ranges = _histogram_ranges(stats.get("histogram"))
     if base in ("int", "long"):
-        column = _integral(base, scaled, low, high, rows)
+        column = _integral(base, scaled, low, high, rows, ranges)
     elif base in ("double", "decimal"):
         column = {"uniform": {"min": float(low), "max": float(high)} if _numbers(low, high) else {"min": 0.0, "max": 1.0},
                   "type": "double" if base == "double" else re.sub(r"\s", "", type_name)}
         if base == "decimal" and _numbers(low, high):
             column["uniform"] = {"min": low, "max": high}
+        if ranges and _numbers(low, high):
+            column["uniform"]["bins"] = [[max(lo, low), min(hi, high)] for lo, hi in ranges]
     elif base in ("date", "timestamp"):
         column = ({"uniform": {"min": str(low), "max": str(high)}, "type": base} if low is not None and high is not None
                   else {"key": {"cardinality": scaled or rows}, "type": base})
+        if ranges and "uniform" in column:
+            column["uniform"]["bins"] = _instant_bins(base, ranges, str(low), str(high))
     elif base == "boolean":
         column = {"values": [True, False]}
     elif base == "string" and scaled == rows:
@@ -173,13 +180,19 @@ def _numbers(*values) -> bool:
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
-def _integral(base: str, scaled, low, high, rows: int) -> dict:
+def _integral(base: str, scaled, low, high, rows: int, ranges: list | None = None) -> dict:
     """Keys spread evenly over the statistics' range: a range filter keeps the share of
-    rows it keeps in production, and two tables with the same statistics share keys."""
+    rows it keeps in production, and two tables with the same statistics share keys. A
+    histogram puts equal shares of rows in its bins, on the keys of the same grid (the
+    skew a filter or a join meets in production, the keys a table without one holds)."""
     if not _numbers(low, high):
         return {"key": {"cardinality": scaled or rows}, "type": base}
     if scaled is None:
-        return {"uniform": {"min": int(low), "max": int(high)}, "type": base}
+        column = {"uniform": {"min": int(low), "max": int(high)}, "type": base}
+        if ranges:
+            column["uniform"]["bins"] = [[max(int(low), math.floor(lo)), min(int(high), math.ceil(hi))]
+                                         for lo, hi in ranges]
+        return column
     low, high = max(int(low), -LONG_MAX), min(int(high), LONG_MAX)  # a bare -2^63 is no long literal
     span = high - low
     scaled = max(1, min(scaled, span + 1))
@@ -192,4 +205,59 @@ def _integral(base: str, scaled, low, high, rows: int) -> dict:
         key["step"] = step
     if scaled == rows:  # unique: every key once (a primary key), not drawn
         return {"sequence": {k: v for k, v in key.items() if k != "cardinality"}, "type": base}
+    if ranges:
+        key["bins"] = _rank_bins(ranges, low, step if step > 1 else 1, scaled)
     return {"key": key, "type": base}
+
+
+# Generators take up to this many bins; Spark's default histogram has 254.
+MAX_BINS = 1000
+
+
+def _histogram_ranges(histogram: dict | None) -> list | None:
+    """A histogram's bins as [lo, hi] ranges of equal rows: more than MAX_BINS merged, runs
+    of neighbouring bins taken together."""
+    if not histogram:
+        return None
+    bins = [(float(lo), float(hi)) for lo, hi, _ in histogram["bins"]]
+    size = math.ceil(len(bins) / MAX_BINS)
+    return [(bins[i][0], bins[min(i + size, len(bins)) - 1][1]) for i in range(0, len(bins), size)]
+
+
+def _rank_bins(ranges: list, low: int, step: int, keys: int) -> list:
+    """Each range as the ranks of the keys low + rank × step inside it; a range narrower than
+    a step takes the key at or below its middle (never above the range: a filter `<= hi`
+    keeps its rows)."""
+    out = []
+    for lo, hi in ranges:
+        first, last = math.ceil((lo - low) / step), math.floor((hi - low) / step)
+        if first > last:
+            first = last = math.floor(((lo + hi) / 2 - low) / step)
+        out.append([min(max(first, 0), keys - 1), min(max(last, 0), keys - 1)])
+    return out
+
+
+def _instant_bins(base: str, ranges: list, low: str, high: str) -> list:
+    """A date histogram's bins (days since 1970-01-01) or a timestamp's (microseconds) as
+    ISO ranges inside [low, high]."""
+    epoch = dt.datetime(1970, 1, 1)
+    unit = dt.timedelta(days=1) if base == "date" else dt.timedelta(microseconds=1)
+
+    def iso(offset: float) -> str:
+        instant = epoch + unit * offset
+        return instant.date().isoformat() if base == "date" else instant.isoformat(sep=" ")
+
+    def clamp(text: str) -> str:
+        return min(max(text, _iso_key(low, base)), _iso_key(high, base))
+
+    return [[clamp(iso(math.floor(lo))), clamp(iso(math.ceil(hi)))] for lo, hi in ranges]
+
+
+def _iso_key(text: str, base: str) -> str:
+    """A statistics bound in the form `_instant_bins` writes (ordered as text)."""
+    if base == "date":
+        return text[:10]
+    instant = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace("T", " "))
+    if instant.tzinfo is not None:
+        instant = instant.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return instant.isoformat(sep=" ")

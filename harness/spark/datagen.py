@@ -117,9 +117,23 @@ def _zipf_rank(column_seed: int, n: int, s: float) -> str:
     return f"least(greatest(CAST({rank} AS BIGINT) - 1, 0), {n - 1})"
 
 
+def _binned(column_seed: int, bins: list) -> tuple[str, str]:
+    """The low end and width of the bin each row falls in: rows spread equally over the
+    bins (as over an equi-height histogram's). `bins` are (low, width) pairs of numbers."""
+    if len(bins) == 1:
+        return repr(bins[0][0]), repr(bins[0][1])
+    index = f"CAST({_below(column_seed, 6, len(bins))} + 1 AS INT)"
+    lows = ", ".join(repr(low) for low, _ in bins)
+    widths = ", ".join(repr(width) for _, width in bins)
+    return f"element_at(array({lows}), {index})", f"element_at(array({widths}), {index})"
+
+
 def _key_expr(spec: dict, column_seed: int) -> str:
     n = spec["cardinality"]
-    if "zipf" in spec:
+    if "bins" in spec:  # ranks spread equally over the bins, uniform within each
+        low, width = _binned(column_seed, [(int(lo), int(hi) - int(lo) + 1) for lo, hi in spec["bins"]])
+        rank = f"({low} + pmod({_hash(column_seed, 1)}, {width}))"
+    elif "zipf" in spec:
         rank = _zipf_rank(column_seed, n, float(spec["zipf"]))
     elif "hot_fraction" in spec:
         hot = min(spec.get("hot_keys", 1), n)
@@ -143,36 +157,47 @@ def _parse_instant(text: str, type_name: str) -> int:
 
 
 def _uniform_expr(spec: dict, type_name: str, column_seed: int) -> str:
-    lo, hi = spec["min"], spec["max"]
+    """Uniform over [min, max]; with `bins`, rows spread equally over the bins and uniform
+    within each (the shape of an equi-height histogram)."""
     t = type_name.replace(" ", "")
+    ranges = [tuple(pair) for pair in spec["bins"]] if spec.get("bins") else [(spec["min"], spec["max"])]
     if t in ("date", "timestamp"):
         try:
-            lo_i, hi_i = _parse_instant(str(lo), t), _parse_instant(str(hi), t)
+            instants = [(_parse_instant(str(lo), t), _parse_instant(str(hi), t)) for lo, hi in ranges]
         except ValueError as exc:
             raise DataGenError(f"uniform bounds are not ISO {t}s: {exc}") from None
-        if lo_i > hi_i:
+        if any(lo > hi for lo, hi in instants):
             raise DataGenError("min is greater than max")
-        offset = _below(column_seed, 1, hi_i - lo_i + 1)
+        low, width = _binned(column_seed, [(lo, hi - lo + 1) for lo, hi in instants])
+        offset = _offset(column_seed, width, len(ranges))
         if t == "date":
-            return f"date_add(DATE'1970-01-01', CAST({lo_i} + {offset} AS INT))"
-        return seconds_to_timestamp(f"{lo_i} + {offset}")
-    if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
+            return f"date_add(DATE'1970-01-01', CAST({low} + {offset} AS INT))"
+        return seconds_to_timestamp(f"{low} + {offset}")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for pair in ranges for v in pair):
         raise DataGenError(f"uniform bounds of a {t} column must be numbers")
     if t == "double":
-        return f"({float(lo)!r} + {_unit(column_seed, 1)} * {float(hi) - float(lo)!r})"
+        low, width = _binned(column_seed, [(float(lo), float(hi) - float(lo)) for lo, hi in ranges])
+        return f"({low} + {_unit(column_seed, 1)} * {width})"
     if t.startswith("decimal"):
         scale = int(re.search(r",(\d+)\)", t).group(1))
-        lo_u, hi_u = round(lo * 10 ** scale), round(hi * 10 ** scale)
-        units = f"({lo_u} + {_below(column_seed, 1, hi_u - lo_u + 1)})"
+        low, width = _binned(column_seed, [(round(lo * 10 ** scale), round(hi * 10 ** scale) - round(lo * 10 ** scale) + 1)
+                                           for lo, hi in ranges])
+        units = f"({low} + {_offset(column_seed, width, len(ranges))})"
         return f"CAST(CAST({units} AS DECIMAL(38,0)) / {10 ** scale} AS {t.upper()})"
     if t in ("int", "long", "bigint"):
-        if lo != int(lo) or hi != int(hi):
+        if any(v != int(v) for pair in ranges for v in pair):
             raise DataGenError(f"uniform bounds of a {t} column must be integers")
-        value = f"({int(lo)} + {_below(column_seed, 1, int(hi) - int(lo) + 1)})"
+        low, width = _binned(column_seed, [(int(lo), int(hi) - int(lo) + 1) for lo, hi in ranges])
+        value = f"({low} + {_offset(column_seed, width, len(ranges))})"
         return f"CAST({value} AS INT)" if t == "int" else value
     if t == "boolean":
         return f"({_unit(column_seed, 1)} < 0.5)"
     raise DataGenError(f"uniform does not make {t} values")
+
+
+def _offset(column_seed: int, width: str, bins: int) -> str:
+    """A long in [0, width): one bin's width is a number, several bins' a row's expression."""
+    return _below(column_seed, 1, int(width)) if bins == 1 else f"pmod({_hash(column_seed, 1)}, {width})"
 
 
 # --------------------------------------------------------------------------- Faker pools

@@ -130,3 +130,102 @@ def test_extreme_statistics_give_keys_inside_a_long(session, write_scenario):
     assert spec["sequence"]["step"] * (20000 - 1) <= 2 ** 63 - 1
     record = runner.run_case(twin, session)
     assert record.status == "passed" and record.observed.reference["agrees"], record.message
+
+
+SKEWED = """\
+id: skewed
+description: half the orders in ten of 10,000 stores and in the first quarter, half the amounts under 10
+tables:
+  orders:
+    schema: {order_id: long, store_id: long, day: date, amount: double, at: timestamp}
+    stats:
+      size_bytes: 600000000
+      rows: 25000000
+      columns:
+        order_id: {distinct: 25000000, nulls: 0, min: 1, max: 25000000}
+        store_id:
+          distinct: 10000
+          min: 1
+          max: 10000
+          histogram:
+            height: 2500000
+            bins: [[1, 2, 2], [2, 4, 2], [4, 6, 2], [6, 8, 2], [8, 10, 2], [10, 2008, 1998], [2008, 4006, 1998],
+                   [4006, 6004, 1998], [6004, 8002, 1998], [8002, 10000, 1998]]
+        day:
+          min: '2024-01-01'
+          max: '2024-12-31'
+          histogram: {height: 12500000, bins: [[19723, 19813, 91], [19813, 20088, 275]]}
+        amount:
+          min: 0.5
+          max: 999.5
+          histogram: {height: 12500000, bins: [[0.5, 10.0, 900], [10.0, 999.5, 9000]]}
+        at:
+          min: '2024-01-01 00:00:00'
+          max: '2024-01-02 00:00:00'
+          histogram: {height: 12500000, bins: [[1704067200000000, 1704070800000000, 3600],
+                                               [1704070800000000, 1704153600000000, 82800]]}
+  stores:
+    schema: {id: long}
+    stats:
+      size_bytes: 80000
+      rows: 10000
+      columns:
+        id: {distinct: 10000, nulls: 0, min: 1, max: 10000}
+join: {left: orders, right: stores, on: [[store_id, id]]}
+synthetic: {scale: 0.001}
+expect: {strategy: SortMergeJoin}
+"""
+
+
+def test_a_twin_holds_the_skew_of_its_histograms(session, write_scenario):
+    """Equal shares of rows in each bin, on the key grid the dimension's own ids use: the
+    skew a filter or a join meets in production, and every order still finds its store."""
+    twin = expand(load_scenario(write_scenario(SKEWED)))[1]
+    spec = twin.scenario.data["tables"]
+    store_id = spec["orders"]["columns"]["store_id"]["key"]
+    assert store_id["cardinality"] == 1000 and store_id["step"] == 10  # the stores' grid: 1, 11, 21, ...
+    assert store_id["bins"][:5] == [[0, 0]] * 5 and store_id["bins"][5] == [1, 200]
+    assert spec["orders"]["columns"]["day"]["uniform"]["bins"] == [["2024-01-01", "2024-03-31"],
+                                                                   ["2024-03-31", "2024-12-31"]]
+    assert spec["orders"]["columns"]["at"]["uniform"]["bins"] == [["2024-01-01 00:00:00", "2024-01-01 01:00:00"],
+                                                                  ["2024-01-01 01:00:00", "2024-01-02 00:00:00"]]
+    spark = session.spark
+    orders = datagen.build_table(spark, twin.scenario.seed, "orders", spec["orders"], session.workdir)
+    stores = datagen.build_table(spark, twin.scenario.seed, "stores", spec["stores"], session.workdir)
+    shares = orders.selectExpr("avg(CAST(store_id <= 10 AS INT)) AS big_stores",
+                               "avg(CAST(day <= DATE'2024-03-31' AS INT)) AS first_quarter",
+                               "avg(CAST(amount < 10 AS INT)) AS small", "min(day) AS first", "max(day) AS last",
+                               "avg(CAST(at < TIMESTAMP'2024-01-01 01:00:00' AS INT)) AS first_hour",
+                               "count(DISTINCT store_id) AS keys").first()
+    assert 0.47 < shares["big_stores"] < 0.53  # five bins of ten, all on store 1 (the grid's key at or below them)
+    assert 0.47 < shares["first_quarter"] < 0.53 and 0.47 < shares["small"] < 0.53
+    assert 0.47 < shares["first_hour"] < 0.53
+    assert str(shares["first"]) >= "2024-01-01" and str(shares["last"]) <= "2024-12-31"
+    assert shares["keys"] <= 1000
+    assert orders.join(stores, orders.store_id == stores.id).count() == 25000  # every order meets its store
+    record = runner.run_case(twin, session)
+    assert record.status == "passed" and record.observed.reference["agrees"], record.message
+
+
+@pytest.mark.parametrize("column, says", [
+    ('{key: {cardinality: 10, zipf: 1.1, bins: [[0, 3]]}}', "key.bins: bins shape the keys themselves"),
+    ('{key: {cardinality: 10, bins: [[0, 10]]}}', "key.bins[0]: outside [0, 9]"),
+    ('{key: {cardinality: 10, bins: [[4, 6], [2, 3]]}}', "key.bins[1]: bins must be ascending"),
+    ('{uniform: {min: 0, max: 100, bins: [[50, 20]]}}', "uniform.bins[0]: the first bound is above the last"),
+    ('{uniform: {min: "2024-01-01", max: "2024-12-31", bins: [["2023-12-01", "2024-02-01"]]}, type: date}',
+     "uniform.bins[0]: outside"),
+    ('{uniform: {min: "2024-01-01", max: "2024-12-31", bins: [[1, 2]]}, type: date}',
+     "uniform.bins[0][0]: a date bound is written as a quoted ISO string"),
+])
+def test_bins_a_generator_cannot_make_are_load_errors(write_scenario, column, says):
+    text = f"""\
+id: bins
+description: d
+tables:
+  a: {{rows: 10, columns: {{k: {column}}}}}
+join: {{left: a, right: a, on: [k]}}
+expect: {{}}
+"""
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(write_scenario(text))
+    assert says in str(info.value), str(info.value)

@@ -83,6 +83,10 @@ def _check_key(at: Where, where: tuple, column: dict) -> None:
         raise at.error(where + ("key",), "hot_keys needs hot_fraction")
     if "zipf" in key and "hot_fraction" in key:
         raise at.error(where + ("key",), "use either zipf or hot_fraction, not both")
+    if "bins" in key:
+        if "zipf" in key or "hot_fraction" in key:
+            raise at.error(where + ("key", "bins"), "bins shape the keys themselves: not with zipf or hot_fraction")
+        _check_bins(at, where + ("key", "bins"), key["bins"], 0, key["cardinality"] - 1, "rank")
 
 
 def _check_uniform(at: Where, where: tuple, column: dict) -> None:
@@ -98,6 +102,46 @@ def _check_uniform(at: Where, where: tuple, column: dict) -> None:
             raise at.error(where + ("uniform", bound), f"a {type_name} bound must be a number, not {excerpt(value)}")
     if type_name not in ("date", "timestamp") and uniform["min"] > uniform["max"]:
         raise at.error(where + ("uniform",), "min is greater than max")
+    if "bins" in uniform:
+        low, high = (_bin_bound(at, where + ("uniform", b), uniform[b], type_name) for b in ("min", "max"))
+        bins = [[_bin_bound(at, where + ("uniform", "bins", i, j), value, type_name) for j, value in enumerate(pair)]
+                for i, pair in enumerate(uniform["bins"])]
+        _check_bins(at, where + ("uniform", "bins"), bins, low, high, "bound")
+
+
+def _ordered(value, type_name: str):
+    """A bound as something ordered: ISO dates and timestamps as instants."""
+    if type_name not in ("date", "timestamp"):
+        return value
+    text = str(value).replace("Z", "+00:00").replace(" ", "T")
+    parsed = datetime.datetime.fromisoformat(text if "T" in text else text + "T00:00:00")
+    return parsed if parsed.tzinfo is None else parsed.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def _bin_bound(at: Where, where: tuple, value, type_name: str):
+    if type_name in ("date", "timestamp"):
+        if not isinstance(value, str):
+            raise at.error(where, f"a {type_name} bound is written as a quoted ISO string")
+        try:
+            return _ordered(value, type_name)
+        except ValueError:
+            raise at.error(where, f"not an ISO {type_name}: {excerpt(value)}") from None
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise at.error(where, f"a {type_name} bound must be a number, not {excerpt(value)}")
+    return value
+
+
+def _check_bins(at: Where, where: tuple, bins: list, low, high, what: str) -> None:
+    """Ascending ranges inside [low, high], none overlapping the next."""
+    previous = None
+    for index, (first, last) in enumerate(bins):
+        if first > last:
+            raise at.error(where + (index,), f"the first {what} is above the last")
+        if first < low or last > high:
+            raise at.error(where + (index,), f"outside [{low}, {high}]")
+        if previous is not None and first < previous:
+            raise at.error(where + (index,), "bins must be ascending and must not overlap")
+        previous = last
 
 
 def check_literal_rows(at: Where, data: dict) -> None:
