@@ -68,3 +68,8 @@ def parse_bytes(text) -> int:
         return int(float(value))
     number, unit = int(match.group(1)), match.group(2)
     return number * 1024 ** " kmgtp".index(unit or " ")
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 case`, `4 cases`: a count and its noun, in the plural unless it is one."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"

@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.core.files import atomic_write_text
+from harness.core.text import counted
 from harness.core.vocab import spark_version
 from harness.observe.describe import reuse_words
 from harness.report import diff
@@ -41,8 +42,8 @@ def markdown(results: dict, previous: tuple[str, dict] | None = None) -> str:
     summary = results["summary"]
     lines = [f"## Spark {_escape(version)} join scenarios",
              "",
-             f"{summary['cases']} cases, {summary['agreement_checks']} cross-strategy checks and "
-             f"{summary.get('partition_checks', 0)} partitions checks on "
+             f"{counted(summary['cases'], 'case')}, {counted(summary['agreement_checks'], 'cross-strategy check')} and "
+             f"{counted(summary.get('partition_checks', 0), 'partitions check')} on "
              f"{_escape(results.get('master') or '')} (Java {_escape(results['versions']['java'])}), "
              f"{summary['total_case_seconds']:.0f} s in cases; harness "
              f"{_escape((results.get('harness') or {}).get('release', 'unknown'))}.",

@@ -19,6 +19,7 @@ from markupsafe import Markup, escape
 import harness
 from harness.core.files import atomic_write_text, remove_stale_temps
 from harness.core.records import NOT_RUN, WARNINGS_UNOBSERVED
+from harness.core.text import counted
 from harness.report.pages import jinja_env, script_json
 from harness.report.plan_pictures import PlanPictures
 
@@ -226,6 +227,7 @@ def render_html(results: dict, drawings: PlanPictures | None = None, drawn: dict
     env = jinja_env()
     env.filters["bytes"] = lambda n: "" if n is None else f"{n:,}"
     env.filters["breakable"] = breakable
+    env.filters["counted"] = counted
     env.globals["top_join"] = top_join
     env.globals["expectation_words"] = expectation_words
     env.globals["unavailable_words"] = unavailable_words
