@@ -243,14 +243,18 @@ def _instant_bins(base: str, ranges: list, low: str, high: str) -> list:
     epoch = dt.datetime(1970, 1, 1)
     unit = dt.timedelta(days=1) if base == "date" else dt.timedelta(microseconds=1)
 
-    def iso(offset: float) -> str:
-        instant = epoch + unit * offset
-        return instant.date().isoformat() if base == "date" else instant.isoformat(sep=" ")
+    first, last = _iso_key(low, base), _iso_key(high, base)
 
-    def clamp(text: str) -> str:
-        return min(max(text, _iso_key(low, base)), _iso_key(high, base))
+    def iso(offset: int, beyond: str) -> str:
+        try:
+            instant = epoch + unit * offset
+        except OverflowError:  # a bound past year 9999: the statistics' own bound
+            return beyond
+        text = instant.date().isoformat() if base == "date" else instant.isoformat(sep=" ")
+        return min(max(text, first), last)
 
-    return [[clamp(iso(math.floor(lo))), clamp(iso(math.ceil(hi)))] for lo, hi in ranges]
+    return [[iso(math.floor(lo), first if lo < 0 else last), iso(math.ceil(hi), first if hi < 0 else last)]
+            for lo, hi in ranges]
 
 
 def _iso_key(text: str, base: str) -> str:
