@@ -229,3 +229,16 @@ expect: {{}}
     with pytest.raises(ScenarioError) as info:
         load_scenario(write_scenario(text))
     assert says in str(info.value), str(info.value)
+
+
+def test_histogram_bounds_past_any_calendar_take_the_statistics_own():
+    table = {"schema": {"d": "date", "ts": "timestamp"},
+             "stats": {"size_bytes": 1000, "rows": 100, "columns": {
+                 "d": {"min": "2024-01-01", "max": "2024-12-31",
+                       "histogram": {"height": 50, "bins": [[-1e15, 19800, 1], [19800, 1e15, 1]]}},
+                 "ts": {"min": "2024-01-01 00:00:00", "max": "2024-12-31 00:00:00",
+                        "histogram": {"height": 50, "bins": [[-1e300, 0, 1], [0, 1e300, 1]]}}}}}
+    columns = generated(table, 1.0, 1000)["columns"]
+    assert columns["d"]["uniform"]["bins"] == [["2024-01-01", "2024-03-18"], ["2024-03-18", "2024-12-31"]]
+    assert columns["ts"]["uniform"]["bins"] == [["2024-01-01 00:00:00", "2024-01-01 00:00:00"],
+                                                ["2024-01-01 00:00:00", "2024-12-31 00:00:00"]]
