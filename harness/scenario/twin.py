@@ -156,12 +156,15 @@ def _column(type_name: str, stats: dict, distinct: int, rows: int, full_rows: in
         if base == "decimal" and _numbers(low, high):
             column["uniform"] = {"min": low, "max": high}
         if ranges and _numbers(low, high):
-            column["uniform"]["bins"] = [[max(lo, low), min(hi, high)] for lo, hi in ranges]
+            column["uniform"]["bins"] = _inside(ranges, low, high)
     elif base in ("date", "timestamp"):
         column = ({"uniform": {"min": str(low), "max": str(high)}, "type": base} if low is not None and high is not None
                   else {"key": {"cardinality": scaled or rows}, "type": base})
         if ranges and "uniform" in column:
-            column["uniform"]["bins"] = _instant_bins(base, ranges, str(low), str(high))
+            try:
+                column["uniform"]["bins"] = _instant_bins(base, ranges, str(low), str(high))
+            except ValueError:  # bounds that are no ISO instants: the loader says so for the table itself
+                pass
     elif base == "boolean":
         column = {"values": [True, False]}
     elif base == "string" and scaled == rows:
@@ -190,8 +193,8 @@ def _integral(base: str, scaled, low, high, rows: int, ranges: list | None = Non
     if scaled is None:
         column = {"uniform": {"min": int(low), "max": int(high)}, "type": base}
         if ranges:
-            column["uniform"]["bins"] = [[max(int(low), math.floor(lo)), min(int(high), math.ceil(hi))]
-                                         for lo, hi in ranges]
+            column["uniform"]["bins"] = _inside([(math.floor(lo), math.ceil(hi)) for lo, hi in ranges],
+                                                int(low), int(high))
         return column
     low, high = max(int(low), -LONG_MAX), min(int(high), LONG_MAX)  # a bare -2^63 is no long literal
     span = high - low
@@ -224,6 +227,12 @@ def _histogram_ranges(histogram: dict | None) -> list | None:
     return [(bins[i][0], bins[min(i + size, len(bins)) - 1][1]) for i in range(0, len(bins), size)]
 
 
+def _inside(ranges: list, low, high) -> list:
+    """The ranges with both ends held inside [low, high] (a bin the statistics' own bounds
+    leave out shrinks to the nearer one)."""
+    return [[min(max(lo, low), high), min(max(hi, low), high)] for lo, hi in ranges]
+
+
 def _rank_bins(ranges: list, low: int, step: int, keys: int) -> list:
     """Each range as the ranks of the keys low + rank × step inside it; a range narrower than
     a step takes the key at or below its middle (never above the range: a filter `<= hi`
@@ -242,7 +251,6 @@ def _instant_bins(base: str, ranges: list, low: str, high: str) -> list:
     ISO ranges inside [low, high]."""
     epoch = dt.datetime(1970, 1, 1)
     unit = dt.timedelta(days=1) if base == "date" else dt.timedelta(microseconds=1)
-
     first, last = _iso_key(low, base), _iso_key(high, base)
 
     def iso(offset: int, beyond: str) -> str:

@@ -242,3 +242,13 @@ def test_histogram_bounds_past_any_calendar_take_the_statistics_own():
     assert columns["d"]["uniform"]["bins"] == [["2024-01-01", "2024-03-18"], ["2024-03-18", "2024-12-31"]]
     assert columns["ts"]["uniform"]["bins"] == [["2024-01-01 00:00:00", "2024-01-01 00:00:00"],
                                                 ["2024-01-01 00:00:00", "2024-12-31 00:00:00"]]
+
+
+def test_a_bin_outside_the_statistics_bounds_shrinks_to_the_nearer_one():
+    table = {"schema": {"x": "double", "n": "long"},
+             "stats": {"size_bytes": 1000, "rows": 100, "columns": {
+                 "x": {"min": 0.0, "max": 10.0, "histogram": {"height": 50, "bins": [[-5.0, 4.0, 1], [20.0, 30.0, 1]]}},
+                 "n": {"min": 0, "max": 10, "histogram": {"height": 50, "bins": [[-5, 4, 1], [20, 30, 1]]}}}}}
+    columns = generated(table, 1.0, 1000)["columns"]
+    assert columns["x"]["uniform"]["bins"] == [[0.0, 4.0], [10.0, 10.0]]
+    assert columns["n"]["uniform"]["bins"] == [[0, 4], [10, 10]]
