@@ -20,19 +20,20 @@ class CacheLookup:
         self.spark = spark
         self.manager = spark._jsparkSession.sharedState().cacheManager()
         self.empty = bool(self.manager.isEmpty())
+        self.with_session = False  # 4.x asks lookupCachedData(session, plan): learnt on the first call
 
     @classmethod
     def none(cls, spark) -> "CacheLookup":
         """A lookup that finds nothing (inside a cached part: caches below it are not read)."""
         lookup = cls.__new__(cls)
-        lookup.spark, lookup.manager, lookup.empty = spark, None, True
+        lookup.spark, lookup.manager, lookup.empty, lookup.with_session = spark, None, True, False
         return lookup
 
     def relation(self, node):
         """The InMemoryRelation for `node`'s subtree, None when it is not cached."""
         if self.empty:
             return None
-        if not getattr(self, "with_session", False):
+        if not self.with_session:
             try:
                 found = self.manager.lookupCachedData(node)
                 return None if found.isEmpty() else found.get().cachedRepresentation()

@@ -6,6 +6,8 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
+from harness.core.instants import utc_instant
+
 DERIVED_SOURCES = ("from", "sql", "join")
 
 
@@ -419,7 +421,7 @@ def literal_fits(value, type_name: str) -> bool:
             dt.date.fromisoformat(value[:10])
             return len(value) == 10
         if type_name == "timestamp":
-            dt.datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T"))
+            utc_instant(value)
     except ValueError:
         return False
     return True

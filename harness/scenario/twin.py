@@ -17,6 +17,7 @@ import datetime as dt
 import math
 import re
 
+from harness.core.instants import utc_instant
 from harness.scenario.tables import partition_spec
 
 DEFAULT_MAX_ROWS = 1_000_000
@@ -269,7 +270,4 @@ def _iso_key(text: str, base: str) -> str:
     """A statistics bound in the form `_instant_bins` writes (ordered as text)."""
     if base == "date":
         return text[:10]
-    instant = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace("T", " "))
-    if instant.tzinfo is not None:
-        instant = instant.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    return instant.isoformat(sep=" ")
+    return utc_instant(text).replace(tzinfo=None).isoformat(sep=" ")

@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.core.files import atomic_write_text
+from harness.core.instants import EPOCH, utc_instant
 from harness.core.text import string_literal
 from harness.scenario.checks.tables import HEAVY_PROVIDERS
 from harness.scenario.model import stable_seed
@@ -36,7 +37,6 @@ from harness.spark.stats_only import empty_frame, spark_type
 TWO_53 = 9007199254740992
 POOL_SEPARATOR = "\u0001"
 LOCAL_ROWS_LIMIT = 100_000
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 class DataGenError(ValueError):
@@ -150,10 +150,7 @@ def _parse_instant(text: str, type_name: str) -> int:
     """Days (date) or seconds (timestamp) since the epoch, UTC."""
     if type_name == "date":
         return (dt.date.fromisoformat(text[:10]) - dt.date(1970, 1, 1)).days
-    value = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T"))
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
-    return int((value - EPOCH).total_seconds())
+    return int((utc_instant(text) - EPOCH).total_seconds())
 
 
 def _uniform_expr(spec: dict, type_name: str, column_seed: int) -> str:

@@ -14,9 +14,9 @@ the table's statistics are constructed inside the JVM from those.
 """
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
+from harness.core.instants import utc_instant
 from harness.core.text import quoted_identifier, string_literal
 from harness.scenario.tables import DEFAULT_PARTITION_NAME, literal_schema, partition_text
 
@@ -147,10 +147,7 @@ def external_value(value, type_name: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if type_name == "timestamp":
-        instant = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00").replace(" ", "T"))
-        if instant.tzinfo is not None:
-            instant = instant.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        return instant.strftime("%Y-%m-%d %H:%M:%S.%f")
+        return utc_instant(value).strftime("%Y-%m-%d %H:%M:%S.%f")
     if type_name in ("int", "long", "bigint", "smallint", "short", "tinyint", "byte"):
         return str(int(value))
     return str(value)

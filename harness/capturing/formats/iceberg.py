@@ -16,7 +16,7 @@ from harness.capturing.relations import (
     struct_fields,
     v2_identifier,
 )
-from harness.scenario.formats.iceberg import PROPERTIES
+from harness.scenario.formats.iceberg import MAX_DATA_FILES, PROPERTIES
 from harness.scenario.tables import (
     MAX_PARTITIONS,
     Transform,
@@ -195,8 +195,6 @@ def _iceberg_partitions(spark, relation, table, spec: list, schema: dict, where:
 
 # the earlier partition specs a statistics-only Iceberg table declares at most (schema)
 MAX_EARLIER_SPECS = 8
-# the data files a statistics-only Iceberg table lists at most (harness.scenario.formats.iceberg)
-MAX_DATA_FILES = 10000
 # column types whose bounds a scenario replays (timestamps as UTC instants)
 BOUND_TYPES = ("int", "long", "double", "string", "date", "timestamp", "boolean")
 

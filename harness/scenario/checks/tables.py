@@ -3,10 +3,10 @@ generators that fit their column, literal rows of their column's type, statistic
 fit, hint names Spark knows, sizes written as text read as bytes."""
 from __future__ import annotations
 
-import datetime
 import difflib
 import re
 
+from harness.core.instants import utc_instant
 from harness.core.vocab import STRATEGY_HINTS
 from harness.scenario.errors import ScenarioError, Where, did_you_mean, dotted, excerpt, line_for
 from harness.scenario.tables import (
@@ -109,23 +109,13 @@ def _check_uniform(at: Where, where: tuple, column: dict) -> None:
         _check_bins(at, where + ("uniform", "bins"), bins, low, high, "bound")
 
 
-def _ordered(value, type_name: str):
-    """A bound as something ordered: ISO dates and timestamps as instants."""
-    if type_name not in ("date", "timestamp"):
-        return value
-    text = str(value).replace("Z", "+00:00").replace(" ", "T")
-    parsed = datetime.datetime.fromisoformat(text if "T" in text else text + "T00:00:00")
-    return parsed if parsed.tzinfo is None else parsed.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-
-
 def _bin_bound(at: Where, where: tuple, value, type_name: str):
     if type_name in ("date", "timestamp"):
         if not isinstance(value, str):
             raise at.error(where, f"a {type_name} bound is written as a quoted ISO string")
-        try:
-            return _ordered(value, type_name)
-        except ValueError:
-            raise at.error(where, f"not an ISO {type_name}: {excerpt(value)}") from None
+        if not literal_fits(value, type_name):
+            raise at.error(where, f"not an ISO {type_name}: {excerpt(value)}")
+        return _ordered(value, type_name)
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise at.error(where, f"a {type_name} bound must be a number, not {excerpt(value)}")
     return value
@@ -351,9 +341,8 @@ def _check_histogram(at: Where, where: tuple, histogram: dict, type_name: str) -
 def _ordered(value, type_name: str):
     """A min/max as a comparable value (instants as UTC)."""
     if type_name == "timestamp":
-        instant = datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T"))
-        return instant.replace(tzinfo=instant.tzinfo or datetime.timezone.utc)
-    return value
+        return utc_instant(value)
+    return value  # an ISO date orders as its text
 
 
 def read_sizes(at: Where, data: dict) -> None:

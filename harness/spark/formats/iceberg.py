@@ -15,6 +15,7 @@ import os
 import re
 from pathlib import Path
 
+from harness.core.instants import EPOCH, utc_instant
 from harness.core.text import quoted_identifier
 from harness.scenario.tables import (
     default_partitions,
@@ -297,10 +298,7 @@ def _literal(jvm, iceberg_type, value):
     literal = jvm.org.apache.iceberg.expressions.Literal
     type_id = str(iceberg_type.typeId())
     if type_id == "TIMESTAMP":
-        instant = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00").replace(" ", "T"))
-        if instant.tzinfo is None:
-            instant = instant.replace(tzinfo=dt.timezone.utc)
-        micros = (instant - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1)
+        micros = (utc_instant(value) - EPOCH) // dt.timedelta(microseconds=1)
         # a whole number reaches Java as an Integer when it fits one: through long either way
         return literal.of(micros).to(jvm.org.apache.iceberg.types.Types.LongType.get()).to(iceberg_type)
     if isinstance(value, bool) or type_id in ("STRING", "DATE", "DECIMAL", "UUID"):
@@ -320,10 +318,9 @@ _READERS: dict = {}
 def _long_map_reader(jvm) -> tuple:
     """(Jackson's ObjectMapper, the HashMap<Integer, Long> type), made once per JVM: every
     data file of a table reads two maps."""
-    if id(jvm) not in _READERS:
+    if _READERS.get("jvm") is not jvm:  # a new session's JVM: a reader of its own
         mapper = jvm.com.fasterxml.jackson.databind.ObjectMapper()
         for_name = jvm.java.lang.Class.forName
-        _READERS.clear()
-        _READERS[id(jvm)] = (mapper, mapper.getTypeFactory().constructMapType(
-            for_name("java.util.HashMap"), for_name("java.lang.Integer"), for_name("java.lang.Long")))
-    return _READERS[id(jvm)]
+        _READERS.update(jvm=jvm, reader=(mapper, mapper.getTypeFactory().constructMapType(
+            for_name("java.util.HashMap"), for_name("java.lang.Integer"), for_name("java.lang.Long"))))
+    return _READERS["reader"]
