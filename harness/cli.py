@@ -19,7 +19,7 @@ def parser() -> argparse.ArgumentParser:
     commands = root.add_subparsers(dest="command", required=True)
     for add in (_diff_parser, _matrix_parser, _accept_parser, _explain_parser, _connect_parser, _cluster_parser,
                 _capture_parser, _baseline_parser, _merge_parser, _conf_keys_parser, _flakes_parser, _bisect_parser,
-                _upgrade_parser, _init_parser):
+                _upgrade_parser, _init_parser, _verify_reference_parser):
         add(commands)
     return root
 
@@ -166,6 +166,26 @@ def _conf_keys_parser(commands) -> None:
     keys.add_argument("versions", nargs="*", help="Spark versions (default: the matrix's)")
     keys.add_argument("--engine", help="measure this native engine's own configs instead, on each Spark it "
                                        "publishes a jar for (harness/spark/<engine>_conf_keys.json)")
+
+
+def _verify_reference_parser(commands) -> None:
+    verify = commands.add_parser("verify-reference", help="evaluate each verified expression of the reference "
+                                 "engine over edge values in Spark and in DuckDB (harness/observe/"
+                                 "reference_verified.json)")
+    verify.add_argument("versions", nargs="*", help="Spark versions, each in its matrix environment "
+                                                    "(default: the installed one, here)")
+    verify.add_argument("--only", action="append", default=[], metavar="EXPRESSION",
+                        help="only entries of this expression class (repeatable), e.g. DayOfWeek")
+    verify.add_argument("--ansi", default="off,on", help="ANSI modes: off, on or off,on (default)")
+    verify.add_argument("--zones", default="UTC,America/Los_Angeles",
+                        help="session time zones (default: UTC,America/Los_Angeles)")
+    verify.add_argument("--write", action="store_true", help="record what agreed in the verified list")
+    verify.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+
+
+def _verify_reference(args, root) -> int:
+    from harness.deploy import verify_reference
+    return verify_reference.main(args.versions, args.only, args.ansi, args.zones, args.write, args.json)
 
 
 def _flakes_parser(commands) -> None:
@@ -389,7 +409,7 @@ def _scale(text: str) -> float:
     return value
 
 
-COMMANDS = {"diff": _diff, "matrix": _matrix, "accept": _accept, "explain": _explain, "connect-test": _connect_test,
+COMMANDS = {"verify-reference": _verify_reference, "diff": _diff, "matrix": _matrix, "accept": _accept, "explain": _explain, "connect-test": _connect_test,
             "cluster-test": _cluster_test, "capture": _capture, "baseline": _baseline, "merge": _merge,
             "conf-keys": _conf_keys, "flakes": _flakes, "bisect": _bisect, "upgrade": _upgrade,
             "init": _init}

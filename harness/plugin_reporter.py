@@ -202,6 +202,9 @@ class HarnessReporter:
         lines = [f"join harness: answers against {engines}: {counts['compared']} compared ({counts['agree']} agree, "
                  f"{counts['differ']} differ), {counts['not_compared']} not compared"]
         lines += [f"  not compared, {why}: {n}" for why, n in counts["by_reason"].items()]
+        if counts.get("by_expression"):
+            lines.append("  the expressions that cost most comparisons: " +
+                         ", ".join(f"{name} {n}" for name, n in counts["by_expression"].items()))
         return lines + self._partition_lines()
 
     def _partition_lines(self) -> list[str]:

@@ -10,6 +10,7 @@ from harness.scenario.model import Case
 from harness.scenario.tables import is_derived, is_stats_only, table_rows
 from harness.spark.case_scope import CaseScope
 from harness.spark.errors import describe_error
+from harness.spark.expression_walk import nodes_of
 from harness.spark.query import build_query, sql_text
 from harness.spark.session import Session
 
@@ -19,14 +20,15 @@ def absolute_conf(conf: dict) -> dict:
     return {k: v for k, v in conf.items() if not isinstance(v, dict)}
 
 
-def analysed_alone(session: Session, scope: CaseScope, join: dict, tables: dict) -> list:
+def analysed_alone(session: Session, scope: CaseScope, join: dict, tables: dict, read=None):
     """Spark's analysed plan of the join over empty stand-ins of its inputs (their
-    schemas, none of the expressions that made their rows): what the query itself does.
-    The views are registered over the real inputs again afterwards."""
+    schemas, none of the expressions that made their rows): what the query itself does,
+    read by `read` (its toJSON tree by default). The views are registered over the real
+    inputs again afterwards."""
     from harness.spark.sql_trees import tree_of
     stand_ins = {name: _stand_in(session.spark, name, frame) for name, frame in tables.items()}
     try:
-        return tree_of(build_query(session.spark, scope, join, stand_ins)._jdf.queryExecution().analyzed())
+        return (read or tree_of)(build_query(session.spark, scope, join, stand_ins)._jdf.queryExecution().analyzed())
     finally:
         build_query(session.spark, scope, join, tables)
 
@@ -78,7 +80,7 @@ def reference_answer(session: Session, scope: CaseScope, case: Case, join: dict,
     query_sql = join["sql"] if "sql" in join else sql_text({**join, "hints": {}})
     try:
         return reference.observe(session.spark, scope_key, query_sql, tables, query, rows, checksum,
-                                 analysed=lambda: analysed_alone(session, scope, join, tables),
+                                 analysed=lambda: analysed_alone(session, scope, join, tables, nodes_of),
                                  known_rows=exact_rows(case))
     except Exception as exc:  # never the case's error: said, and nothing compared
         return {"engine": reference.ENGINE, "compared": False,

@@ -148,6 +148,11 @@ def reference_words(reference: dict) -> str:
     if reference.get("only_reference_count"):
         parts.append(f"{reference['only_reference_count']:,} only in {reference['engine']}'s, e.g. "
                      f"{_rows_text(reference['only_reference'])}")
+    if reference.get("columns"):
+        parts.append(f"columns that differ: {', '.join(reference['columns'])}")
+    if reference.get("sql"):
+        parts.append(f"{reference['engine'].split()[0]} ran the translation in the record's observed.reference.sql; "
+                     "if the translation is at fault, add `reference: {skip: \"why\"}` to the file")
     return "; ".join(parts)
 
 

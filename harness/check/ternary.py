@@ -11,7 +11,7 @@ Spark action (a union of their three aggregates), on the session and inputs that
 answer (the cross-strategy check's; judged as an item of its own, harness.check.partitions)."""
 from __future__ import annotations
 
-from harness.observe.reference import PICKS_ROWS  # each partition runs the query again: rows it picks could differ
+from harness.observe.reference_gate import PICKS_ROWS  # each partition runs the query again: rows it picks could differ
 from harness.spark.query import CHECKSUM_MOD, checksum_text
 
 # Column types whose values xxhash64 takes (a map cannot be hashed).

@@ -21,7 +21,7 @@ import threading
 from collections import Counter
 
 from harness.core.text import one_line
-from harness.observe import spark_hash
+from harness.observe import spark_hash, spark_meaning
 
 ENGINE = "DuckDB"
 # Rows handed over (all inputs of a query together) and rows of an answer compared row by
@@ -35,7 +35,26 @@ FLOAT_TOLERANCE = 1e-9
 
 
 class NotCompared(Exception):
-    """Why the reference does not answer this query (a line for the record)."""
+    """Why the reference does not answer this query (a line for the record), and the
+    expression that cost the comparison where one did (harness.observe.reference_gate)."""
+
+    def __init__(self, why: str, expression: str | None = None):
+        super().__init__(why)
+        self.expression = expression
+
+
+def gate_refusal(spark, query_sql: str, nodes: list):
+    """Why a query of these analysed nodes is not compared (None: it is): an operator or
+    expression not verified for this Spark version, ANSI mode and session time zone, or
+    a function written in a way no verified template was."""
+    from harness.observe import reference_gate as gate
+    verified = gate.verified_list()
+    version = spark.version
+    gate.warn_missing_once(verified, spark._jvm, version)
+    ansi = str(spark.conf.get("spark.sql.ansi.enabled", "false")).lower() == "true"
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    return gate.first_refusal(nodes, verified, version, ansi, zone) or \
+        gate.unverified_spelling(query_sql, verified.spellings(version, ansi, zone))
 
 
 # --------------------------------------------------------------------------- the engine
@@ -132,6 +151,7 @@ def translate(spark_sql: str) -> str:
     for join in tree.find_all(exp.Join):
         if join.args.get("kind", "").upper() == "CROSS" and join.args.get("on") is not None:
             join.set("kind", None)
+    spark_meaning.rewrite(tree)
     try:
         return tree.sql(dialect="duckdb", unsupported_level=sqlglot.ErrorLevel.RAISE)
     except Exception as exc:
@@ -174,48 +194,6 @@ def typed_sql(duck_sql: str, spark_types: list[str], limit: int) -> str:
     names = [f"c{i}" for i in range(len(spark_types))]
     casts = ", ".join(f"CAST({name} AS {duck_type(kind)}) AS {name}" for name, kind in zip(names, spark_types))
     return f"SELECT {casts} FROM ({duck_sql}) AS reference_answer({', '.join(names)}) LIMIT {limit + 1}"
-
-
-# --------------------------------------------------------------------------- semantics
-
-# Plan nodes after which the rows depend on which rows an engine met first.
-PICKS_ROWS = ("GlobalLimit", "LocalLimit", "Limit", "Offset", "Sample", "Tail", "CollectLimit")
-
-
-def semantic_differences(analysed_tree: list) -> str | None:
-    """Why the two engines may rightly answer differently, read from Spark's analysed plan
-    (its toJSON): None when nothing there differs."""
-    for node, child in _nodes_with_first_child(analysed_tree):
-        simple = node["class"].rsplit(".", 1)[-1]
-        if simple in PICKS_ROWS:
-            return "a LIMIT, OFFSET or sample picks rows that another engine may rightly pick otherwise"
-        if simple in ("Cast", "AnsiCast", "TryCast") and child is not None:
-            if child.get("dataType") == "string" and node.get("dataType") not in ("string", "binary", None):
-                return "a string cast to another type (Spark's ANSI and legacy casts and DuckDB's differ)"
-        if simple in ("Divide", "IntegralDivide", "Remainder", "Pmod"):
-            return "a division (division by zero and integral division differ between the engines)"
-        if simple in ("Rand", "Randn", "Uuid", "Shuffle", "MonotonicallyIncreasingID", "SparkPartitionID",
-                      "InputFileName", "CurrentTimestamp", "Now", "CurrentDate", "LocalTimestamp"):
-            return f"{simple} gives another value in each engine"
-    return None
-
-
-def _nodes_with_first_child(tree):
-    """(node, its first child or None) for every node of a toJSON tree: each tree is a list
-    of nodes in pre-order, so a node's first child is the next one in its list."""
-    stack = [tree]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            for i, node in enumerate(item):
-                if isinstance(node, dict) and "class" in node:
-                    child = item[i + 1] if node.get("num-children") and i + 1 < len(item) else None
-                    yield node, child if isinstance(child, dict) else None
-                    stack.extend(v for v in node.values() if isinstance(v, (list, dict)))
-                else:
-                    stack.append(node)
-        elif isinstance(item, dict):
-            stack.extend(v for v in item.values() if isinstance(v, (list, dict)))
 
 
 # --------------------------------------------------------------------------- inputs
@@ -344,6 +322,19 @@ def row_differences(spark_rows: list[tuple], reference_rows: list[tuple]) -> tup
     return only_spark, only_reference
 
 
+def differing_columns(only_spark: list, only_reference: list, names: list[str]) -> list[str]:
+    """The answer's columns in which the rows only one engine returned differ from their
+    nearest rows of the other (the row that shares the most values): where to look."""
+    if not only_spark or not only_reference:
+        return []
+    differ = set()
+    for row in only_spark[:SHOWN_ROWS * 20]:
+        nearest = max(only_reference[:SHOWN_ROWS * 20], key=lambda other: sum(_close((a,), (b,))
+                                                                               for a, b in zip(row, other)))
+        differ |= {i for i, (a, b) in enumerate(zip(row, nearest)) if not _close((a,), (b,))}
+    return [names[i] for i in sorted(differ) if i < len(names)]
+
+
 def shown(rows: list) -> list:
     """The first rows that differ, in a stable order, as JSON-safe values."""
     def text(value):
@@ -370,8 +361,11 @@ def arrow_rows(table) -> list[tuple]:
 _ANSWERS: dict = {}
 
 
-def _not_compared(why: str, name: str = ENGINE) -> dict:
-    return {"engine": name, "compared": False, "why": one_line(why)}
+def _not_compared(why: str, name: str = ENGINE, expression: str | None = None) -> dict:
+    found = {"engine": name, "compared": False, "why": one_line(why)}
+    if expression:
+        found["unverified"] = expression
+    return found
 
 
 def skip_reason(scenario_data: dict, expected_varies: dict | None) -> str | None:
@@ -397,11 +391,12 @@ def observe(spark, scope_key: tuple, query_sql: str, frames: dict, query, rows: 
     if rows > MAX_ANSWER_ROWS:  # said before an input is moved or a reference run
         return _not_compared(f"an answer over {MAX_ANSWER_ROWS:,} rows (Spark's: {rows:,})", duck.name)
     try:
-        reference_rows, reference_checksum, how = _reference(spark, duck, scope_key, query_sql, frames, query,
+        reference_rows, reference_checksum, duck_sql = _reference(spark, duck, scope_key, query_sql, frames, query,
                                                              analysed, known_rows)
     except NotCompared as exc:
-        return _not_compared(str(exc), duck.name)
-    base = {"engine": duck.name, "compared": True, "rows": reference_rows.num_rows, "checksum": reference_checksum}
+        return _not_compared(str(exc), duck.name, exc.expression)
+    base = {"engine": duck.name, "compared": True, "rows": reference_rows.num_rows, "checksum": reference_checksum,
+            "sql": duck_sql}
     if reference_checksum is not None and (rows, checksum) == (reference_rows.num_rows, reference_checksum):
         return {**base, "agrees": True, "how": "row count and checksum"}
     names = [f"c{i}" for i in range(len(query.columns))]
@@ -410,6 +405,7 @@ def observe(spark, scope_key: tuple, query_sql: str, frames: dict, query, rows: 
     if not only_spark and not only_reference:
         return {**base, "agrees": True, "how": f"rows (floats within {FLOAT_TOLERANCE:g})"}
     return {**base, "agrees": False, "spark_rows": rows, "spark_checksum": checksum,
+            "columns": differing_columns(only_spark, only_reference, [field.name for field in query.schema.fields]),
             "only_spark": shown(only_spark), "only_spark_count": len(only_spark),
             "only_reference": shown(only_reference), "only_reference_count": len(only_reference)}
 
@@ -436,9 +432,9 @@ def _reference(spark, duck: _Engine, scope_key: tuple, query_sql: str, frames: d
 
 def _run_reference(spark, duck: _Engine, scope_key: tuple, query_sql: str, frames: dict, spark_types, analysed,
                    known_rows: dict | None):
-    why = semantic_differences(analysed())
-    if why:
-        raise NotCompared(why)
+    refusal = gate_refusal(spark, query_sql, analysed())
+    if refusal:
+        raise NotCompared(refusal.why, refusal.expression)
     duck_sql = translate(query_sql)
     try:
         names = referenced_tables(duck_sql)
@@ -459,5 +455,5 @@ def _run_reference(spark, duck: _Engine, scope_key: tuple, query_sql: str, frame
         raise NotCompared(f"the reference failed: {_first_line(exc)}") from None
     if answer.num_rows > MAX_ANSWER_ROWS:
         raise NotCompared(f"an answer over {MAX_ANSWER_ROWS:,} rows (the reference's)")
-    return answer, spark_hash.checksum(answer), "checksum"
+    return answer, spark_hash.checksum(answer), duck_sql
 

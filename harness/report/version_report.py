@@ -95,6 +95,7 @@ def reference_counts(records: list[dict]) -> dict:
     differing) and not compared, by reason."""
     agrees = differs = 0
     reasons: collections.Counter = collections.Counter()
+    expressions: collections.Counter = collections.Counter()
     engines = set()
     for record in records:
         reference = (record.get("observed") or {}).get("reference")
@@ -102,13 +103,20 @@ def reference_counts(records: list[dict]) -> dict:
             continue
         engines.add(reference.get("engine", ""))
         if not reference.get("compared"):
-            reasons[reason_class(reference.get("why", ""))] += 1
+            if reference.get("unverified"):
+                expressions[reference["unverified"]] += 1
+            reasons[UNVERIFIED if reference.get("unverified") and "not verified" in reference.get("why", "")
+                    else reason_class(reference.get("why", ""))] += 1
         elif reference.get("agrees"):
             agrees += 1
         else:
             differs += 1
     return {"engines": sorted(e for e in engines if e), "compared": agrees + differs, "agree": agrees,
-            "differ": differs, "not_compared": sum(reasons.values()), "by_reason": dict(reasons.most_common())}
+            "differ": differs, "not_compared": sum(reasons.values()), "by_reason": dict(reasons.most_common()),
+            "by_expression": dict(expressions.most_common(10))}
+
+
+UNVERIFIED = "an expression whose DuckDB translation is not verified"
 
 
 def partition_counts(records: list[dict]) -> dict:

@@ -64,19 +64,6 @@ def test_rows_compare_as_multisets_with_float_tolerance_nan_and_negative_zero():
     assert reference.row_differences([(1, 1.0)], [(1, 1.0001)]) == ([(1, 1.0)], [(1, 1.0001)])
 
 
-def test_what_differs_between_the_engines_is_read_from_the_analysed_plan(session):
-    from harness.spark.sql_trees import tree_of
-    spark = session.spark
-    spark.range(10).selectExpr("id AS k", "CAST(id AS STRING) AS s").createOrReplaceTempView("ref_t")
-
-    def why(text):
-        return reference.semantic_differences(tree_of(spark.sql(text)._jdf.queryExecution().analyzed()))
-    assert why("SELECT * FROM ref_t a JOIN ref_t b ON a.k = b.k") is None
-    assert "LIMIT" in why("SELECT * FROM ref_t LIMIT 3")
-    assert "string cast" in why("SELECT * FROM ref_t WHERE CAST(s AS INT) = 1")
-    assert "division" in why("SELECT k / 2 FROM ref_t")
-
-
 TWO_TABLES = """\
 id: reference_two_tables
 description: a fact and a dimension of rows with NULLs, decimals, strings and dates
