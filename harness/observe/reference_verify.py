@@ -80,13 +80,13 @@ def column_types(entry: dict) -> list[str]:
 
 
 def edge_rows(inputs: list[str]) -> list[tuple]:
-    """(id, group, literal per input) rows: every combination of edge values (NULL first),
-    thinned evenly where there are more than MAX_ROWS."""
+    """(id, group of three, group of seven, literal per input) rows: every combination of
+    edge values (NULL first), thinned evenly where there are more than MAX_ROWS."""
     columns = [["NULL"] + EDGES[family] for family in (source_type(t) for t in inputs)]
     combos = list(itertools.product(*columns)) if columns else [()]
     step = max(1, math.ceil(len(combos) / MAX_ROWS))
     chosen = combos[::step]
-    return [(i, i % 3, *combo) for i, combo in enumerate(chosen)]
+    return [(i, i % 3, i % 7, *combo) for i, combo in enumerate(chosen)]
 
 
 def _literal(text: str, concrete: str) -> str:
@@ -95,9 +95,9 @@ def _literal(text: str, concrete: str) -> str:
 
 def edge_sql(inputs: list[str], concrete: dict, ids: set | None = None) -> str:
     rows = [row for row in edge_rows(inputs) if ids is None or row[0] in ids]
-    names = ", ".join(["id", "g"] + [f"a{i}" for i in range(len(inputs))])
-    values = ",\n".join("(" + ", ".join([str(row[0]), str(row[1])] +
-                                        [_literal(v, concrete[source_type(t)]) for v, t in zip(row[2:], inputs)]) + ")"
+    names = ", ".join(["id", "g", "h"] + [f"a{i}" for i in range(len(inputs))])
+    values = ",\n".join("(" + ", ".join([str(row[0]), str(row[1]), str(row[2])] +
+                                        [_literal(v, concrete[source_type(t)]) for v, t in zip(row[3:], inputs)]) + ")"
                         for row in rows)
     return f"SELECT * FROM VALUES {values} AS edges({names})"
 
@@ -109,10 +109,10 @@ def concrete_choices(inputs: list[str]) -> list[dict]:
         if options else [{}]
 
 
-def query_of(entry: dict, template: str) -> str:
+def query_of(entry: dict, template: str, group: str = "g") -> str:
     expression = template.format(*[f"a{i}" for i in range(len(column_types(entry)))])
     if entry.get("kind") == "aggregate":
-        return f"SELECT g, {expression} AS r FROM edges GROUP BY g"
+        return f"SELECT {group}, {expression} AS r FROM edges GROUP BY {group}"
     return f"SELECT id, {expression} AS r FROM edges"
 
 
@@ -129,14 +129,15 @@ def verify_entry(spark, entry: dict) -> Outcome:
         edges.createOrReplaceTempView("edges")
         arrow_edges = reference.arrow_of(edges)
         for template in entry["sql"]:
-            _verify_template(spark, entry, template, concrete, arrow_edges, outcome)
-            if outcome.error:
-                return outcome
+            for group in ("g", "h") if entry.get("kind") == "aggregate" else ("g",):
+                _verify_template(spark, entry, template, concrete, arrow_edges, outcome, group)
+                if outcome.error:
+                    return outcome
     return outcome
 
 
-def _verify_template(spark, entry, template, concrete, arrow_edges, outcome: Outcome) -> None:
-    text = query_of(entry, template)
+def _verify_template(spark, entry, template, concrete, arrow_edges, outcome: Outcome, group: str) -> None:
+    text = query_of(entry, template, group)
     try:
         duck_sql = reference.translate(text)
     except reference.NotCompared as exc:
@@ -150,62 +151,62 @@ def _verify_template(spark, entry, template, concrete, arrow_edges, outcome: Out
     duck_rows, duck_refused = _duck_answer(spark, duck_sql, arrow_edges, spark_types, ids,
                                            entry.get("kind") == "aggregate")
     outcome.refused_by_duckdb += duck_refused
-    inputs = {row[0]: list(row[2:]) for row in edge_rows(column_types(entry))}
+    inputs = {row[0]: list(row[3:]) for row in edge_rows(column_types(entry))}
     for key, spark_value in spark_rows.items():
         if key not in duck_rows:
             continue
         outcome.cases += 1
         only_spark, only_duck = reference.row_differences([(key, spark_value)], [(key, duck_rows[key])])
         if only_spark or only_duck:
-            shown_inputs = inputs[key] if entry.get("kind") != "aggregate" else f"group {key}"
+            shown_inputs = inputs[key] if entry.get("kind") != "aggregate" else f"group {group} = {key}"
             outcome.differed.append((template, shown_inputs, reference.shown([(spark_value,)])[0][0],
                                      reference.shown([(duck_rows[key],)])[0][0]))
 
 
-def _spark_answer(spark, text: str, ids: list, entry: dict, concrete: dict):
-    """{id or group: Spark's value}, Spark's answer types, rows Spark refused. A query Spark
-    refuses is split until each refused row is alone (an ANSI error is one row's); the
-    parts read their rows inline (no job: planning alone evaluates them)."""
-    answers, refused, types = {}, 0, None
-    aggregate = entry.get("kind") == "aggregate"
+def _answers(run, ids: list, aggregate: bool) -> tuple[dict, int]:
+    """{id or group: value} of `run(part)` over the rows `ids`, and the rows refused: a
+    part the engine refuses is split until each refused row is alone (an ANSI error, an
+    overflow are one row's); an aggregate is refused whole."""
+    answers, refused = {}, 0
     pending = [ids]
     while pending:
         part = pending.pop()
-        sql = text if len(part) == len(ids) else \
-            text.replace(" FROM edges", f" FROM ({edge_sql(column_types(entry), concrete, set(part))}) AS edges", 1)
         try:
-            frame = spark.sql(sql)
-            table = reference.arrow_of(frame.toDF("k", "r"))
-            types = [f.dataType.simpleString() for f in frame.schema.fields]
-            answers.update(dict(reference.arrow_rows(table)))
+            answers.update(dict(reference.arrow_rows(run(part))))
         except Exception:
             if aggregate or len(part) == 1:
-                refused += len(part) if not aggregate else 1
+                refused += 1 if aggregate else len(part)
                 continue
             pending += [part[: len(part) // 2], part[len(part) // 2:]]
-    return answers, types, refused
+    return answers, refused
+
+
+def _spark_answer(spark, text: str, ids: list, entry: dict, concrete: dict):
+    """{id or group: Spark's value}, Spark's answer types, rows Spark refused. The parts
+    of a query Spark refuses read their rows inline (no job: planning evaluates them)."""
+    types: list = []
+
+    def run(part):
+        sql = text if len(part) == len(ids) else \
+            text.replace(" FROM edges", f" FROM ({edge_sql(column_types(entry), concrete, set(part))}) AS edges", 1)
+        frame = spark.sql(sql)
+        table = reference.arrow_of(frame.toDF("k", "r"))
+        types[:] = [f.dataType.simpleString() for f in frame.schema.fields]
+        return table
+    answers, refused = _answers(run, ids, entry.get("kind") == "aggregate")
+    return answers, types or None, refused
 
 
 def _duck_answer(spark, duck_sql: str, arrow_edges, spark_types: list, ids: list, aggregate: bool):
     duck = reference.engine()
     duck.use_tables({"edges": arrow_edges})
-    zone = spark.conf.get("spark.sql.session.timeZone")
-    duck.con.execute("SET TimeZone = ?", [zone])
-    answers, refused = {}, 0
-    pending = [ids]
-    while pending:
-        part = pending.pop()
+    duck.con.execute("SET TimeZone = ?", [spark.conf.get("spark.sql.session.timeZone")])
+
+    def run(part):
         where = "" if len(part) == len(ids) else f" WHERE id IN ({', '.join(map(str, part))})"
         sql = duck_sql.replace(" FROM edges", f" FROM edges{where}", 1)
-        try:
-            table = duck.run(reference.typed_sql(sql, spark_types, reference.MAX_ANSWER_ROWS), reference.TIMEOUT_S)
-            answers.update(dict(reference.arrow_rows(table)))
-        except Exception:
-            if aggregate or len(part) == 1:
-                refused += len(part) if not aggregate else 1
-                continue
-            pending += [part[: len(part) // 2], part[len(part) // 2:]]
-    return answers, refused
+        return duck.run(reference.typed_sql(sql, spark_types, reference.MAX_ANSWER_ROWS), reference.TIMEOUT_S)
+    return _answers(run, ids, aggregate)
 
 
 def verify(spark, entries: list[dict], ansi_modes=("off", "on"), zones=ZONES, done=None) -> dict:

@@ -89,6 +89,10 @@ BUILTIN_QUALIFIERS = ({"builtin"}, {"system", "builtin"})
 # Expressions of the clock: Spark computes them once per query (so calls them
 # deterministic), and they differ from one run to the next.
 CLOCK = frozenset({"CurrentTimestamp", "Now", "CurrentDate", "LocalTimestamp", "CurrentTime", "CurrentBatchTimestamp"})
+# Aggregates Spark calls deterministic whose answer is the order rows arrive in, which the
+# partitioning and the strategy decide: the first row, the list in arrival order, a sketch
+# merged in that order.
+ARRIVAL_ORDER = frozenset({"First", "Last", "AnyValue", "CollectList", "CollectSet", "ApproximatePercentile"})
 NONDETERMINISM_ALLOWED_BY = "checksum"  # the `varies` entry that makes non-deterministic SQL intended
 
 
@@ -207,8 +211,11 @@ def nondeterministic_expression(plan, tree=None) -> str | None:
     """The first expression of an analysed plan (its subqueries included) that Spark
     calls non-deterministic, or of the clock: in SQL words (`rand()`, `uuid()`)."""
     for node in nodes(tree if tree is not None else tree_of(plan)):
-        if node["class"].rsplit(".", 1)[-1] in CLOCK:
-            return f"{node['class'].rsplit('.', 1)[-1]} (the clock)"
+        simple = node["class"].rsplit(".", 1)[-1]
+        if simple in CLOCK:
+            return f"{simple} (the clock)"
+        if simple in ARRIVAL_ORDER:
+            return f"{simple} (its answer is the order rows arrive in)"
     return _nondeterministic_in(plan)
 
 

@@ -128,3 +128,19 @@ def test_the_one_call_determinism_of_a_plan_agrees_with_the_walk(session, monkey
                                       "deterministic": lambda self: (_ for _ in ()).throw(AttributeError()),
                                       "__getattr__": lambda self, name: getattr(self.p, name)})
     assert (sql_guard._nondeterministic_in(walk_only(plan)) is None) == (culprit is None)
+
+
+@pytest.mark.parametrize("aggregate, named", [
+    ("first(b.k)", "First"), ("last(b.k)", "Last"), ("collect_list(b.k)", "CollectList"),
+    ("collect_set(b.k)", "CollectSet"), ("percentile_approx(b.k, 0.5)", "ApproximatePercentile"),
+])
+def test_an_aggregate_whose_answer_is_the_arrival_order_is_refused_on_every_version(session, write_scenario,
+                                                                                   aggregate, named):
+    """Spark calls these deterministic from 3.3 on, yet the partitioning and the strategy
+    decide which row arrives first: refused at collection unless declared, as rand() is."""
+    sql = f"SELECT a.k, {aggregate} AS v FROM a JOIN b ON a.k = b.k GROUP BY a.k"
+    message = refusal(session, write_scenario, with_sql(sql))
+    assert f"join.sql: {named} (its answer is the order rows arrive in) is non-deterministic" in message
+    assert "`expect: {varies: {checksum: ...}}`" in message
+    from harness.spark.sql_guard import check_scenario
+    check_scenario(session.spark, load_scenario(write_scenario(with_sql(sql.replace(aggregate, "max(b.k)")), "max.yaml")))
