@@ -67,7 +67,7 @@ TableAlias Alias With CTE Window WindowSpec Tuple Union Intersect Except Boolean
 Distinct Qualify Lateral Dot Neg Not And Or Is EQ NEQ GT GTE LT LTE Limit Offset Values
 """.split())
 
-_LINE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def family(spark_type: str | None) -> str | None:
@@ -89,6 +89,7 @@ class VerifiedList:
 
     def __init__(self, data: dict, source: str = str(LIST_PATH)):
         self.data, self.source = data, source
+        self._spellings: dict = {}
         self.by_key: dict = {}
         for entry in data["entries"]:
             self.by_key.setdefault(entry_key(entry), []).append(entry)
@@ -104,13 +105,17 @@ class VerifiedList:
         return found
 
     def spellings(self, spark_version: str, ansi: bool, zone: str) -> frozenset:
-        """The sqlglot nodes of every template of an entry verified here."""
-        out = set()
-        for entry in self.data["entries"]:
-            if verified_here(entry, spark_version, ansi, zone):
-                for template in entry["sql"]:
-                    out |= template_spellings(template)
-        return frozenset(out)
+        """The sqlglot nodes of every template of an entry verified here (parsed once per
+        version, mode and zone)."""
+        key = (spark_version, ansi, zone)
+        if key not in self._spellings:
+            out = set()
+            for entry in self.data["entries"]:
+                if verified_here(entry, spark_version, ansi, zone):
+                    for template in entry["sql"]:
+                        out |= template_spellings(template)
+            self._spellings[key] = frozenset(out)
+        return self._spellings[key]
 
 
 def entry_key(entry: dict) -> tuple:
@@ -238,7 +243,7 @@ def canonical(literal: str | None, target: str | None) -> bool:
     if not literal or not literal.startswith("'") or not literal.endswith("'"):
         return False
     text = literal[1:-1]
-    if target == "date" and _LINE.match(text):
+    if target == "date" and _ISO_DATE.match(text):
         try:
             return date.fromisoformat(text).isoformat() == text
         except ValueError:
