@@ -37,7 +37,9 @@ def run_here(only: list[str], ansi_modes: list[str], zones: list[str], log=print
             log(f"  {entries[i]['expression']}({', '.join(entries[i]['inputs'])}) ANSI {ansi} {zone}: "
                 f"{outcome.error or outcome.differed[:1] or 'no case'}")
     results = suite.verify(spark, entries, tuple(ansi_modes), tuple(zones), done)
-    return {"version": spark.version,
+    import duckdb
+    import sqlglot
+    return {"version": spark.version, "engines": {"duckdb": duckdb.__version__, "sqlglot": sqlglot.__version__},
             "results": {str(indices[i]): {f"{a} {z}": vars(o) for (a, z), o in by_conf.items()}
                         for i, by_conf in results.items()}}
 
@@ -80,13 +82,14 @@ def describe(entry: dict, by_conf: dict) -> tuple[str, bool]:
     return f"differed {signature} [{', '.join(sorted(bad))}]: {example}", False
 
 
-def record(entry: dict, version: str, by_conf: dict, ansi_modes: list[str], zones: list[str]) -> None:
+def record(entry: dict, version: str, by_conf: dict, ansi_modes: list[str], zones: list[str],
+           engines: dict | None = None) -> None:
     ok = {tuple(conf.split(" ", 1)): o["error"] is None and not o["differed"] and o["cases"] > 0
           for conf, o in by_conf.items()}
     modes = [m for m in ansi_modes if all(ok.get((m, z)) for z in zones)]
     runs = entry.setdefault("verified", {})
     if modes:
-        runs[version] = {"ansi": modes, "zones": list(zones)}
+        runs[version] = {"ansi": modes, "zones": list(zones), **(engines or {})}
     else:
         runs.pop(version, None)
 
@@ -101,6 +104,10 @@ def main(versions: list[str], only: list[str], ansi: str, zones: str, write: boo
          log=print) -> int:
     ansi_modes = [m for m in ansi.split(",") if m]
     zone_list = [z for z in zones.split(",") if z]
+    if write and (sorted(ansi_modes) != ["off", "on"] or sorted(zone_list) != sorted(suite.ZONES)):
+        log(f"error: --write records an entry verified in both ANSI modes and in {' and '.join(suite.ZONES)}: "
+            "run it with the default --ansi and --zones")
+        return 2
     if as_json:
         print("VERIFIED " + json.dumps(run_here(only, ansi_modes, zone_list, log=lambda m: None)))
         return 0
@@ -121,7 +128,7 @@ def main(versions: list[str], only: list[str], ansi: str, zones: str, write: boo
             was = all(gate.verified_here(entry, version, m == "on", z) for m in ansi_modes for z in zone_list)
             regressions += was and not ok
             if write:
-                record(entry, version, by_conf, ansi_modes, zone_list)
+                record(entry, version, by_conf, ansi_modes, zone_list, run.get("engines"))
         log(f"Spark {version}: {agreed} of {len(run['results'])} entries agreed over {total_cases} edge cases")
         agreed = total_cases = 0
     if write:
