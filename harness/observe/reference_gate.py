@@ -64,7 +64,8 @@ ORDER_DEPENDENT = {
 STRUCTURE = frozenset("""
 Select From Join Where Group Having Order Ordered Subquery Paren Star Column Identifier Literal Table
 TableAlias Alias With CTE Window WindowSpec Tuple Union Intersect Except Boolean Null DataType Var Hint
-Distinct Qualify Lateral Dot Neg Not And Or Is EQ NEQ GT GTE LT LTE Limit Offset Values
+Distinct Qualify Lateral Dot Neg Not And Or Is EQ NEQ GT GTE LT LTE Limit Offset Values JoinHint Exists
+Distribute Sort Cluster DataTypeParam
 """.split())
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -188,6 +189,8 @@ def spellings_of(tree) -> set:
         name = type(node).__name__
         if name in STRUCTURE:
             continue
+        if isinstance(node, (exp.Cast, exp.TryCast)) and isinstance(node.this, exp.Literal):
+            continue  # a typed literal (DATE'2024-06-12'): its value is judged on Spark's side
         if isinstance(node, exp.Anonymous):
             name = f"{node.name.lower()}()"
         elif isinstance(node, exp.Extract):

@@ -140,3 +140,19 @@ def test_translation_rewrites():
         "SELECT * FROM t WHERE s LIKE 'a\\_%' ESCAPE '\\'"
     assert reference.translate("SELECT months_between(d, e) FROM t").startswith("SELECT ROUND(")
     assert not reference.translate("SELECT months_between(d, e, false) FROM t").startswith("SELECT ROUND(")
+
+
+def test_typed_literals_hints_and_subquery_predicates_are_no_spelling_of_their_own():
+    text = ("SELECT /*+ BROADCAST(b) */ * FROM a JOIN b ON a.k = b.k WHERE a.d = DATE'2024-06-12' "
+            "AND EXISTS (SELECT 1 FROM c WHERE c.k = a.k) DISTRIBUTE BY a.k")
+    assert gate.unverified_spelling(text, frozenset()) is None
+    assert gate.unverified_spelling("SELECT CAST(s AS INT) FROM t", frozenset()).expression == "TryCast"
+    assert gate.unverified_spelling("SELECT soundex(s), crc32(s) FROM t", frozenset()).expression == "Soundex"
+
+
+def test_an_entry_naming_a_class_this_spark_lacks_is_one_line_at_load(session, capsys):
+    verified = gate.VerifiedList({"entries": [{"expression": "NoSuchThing", "inputs": ["int"], "sql": ["x({0})"]}]},
+                                 "list.json")
+    gate.warn_missing_once(verified, session.spark._jvm, "9.9.9")
+    gate.warn_missing_once(verified, session.spark._jvm, "9.9.9")  # once per version
+    assert capsys.readouterr().err == "list.json: entry NoSuchThing: no such expression on Spark 9.9.9; ignored\n"
