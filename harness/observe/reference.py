@@ -277,6 +277,18 @@ def _arrow_schema(frame):
 
 # --------------------------------------------------------------------------- comparing
 
+def _values(column) -> list:
+    """A column's values in Python; a date or timestamp past what Python's calendar holds
+    (year 10000, before year 1: Spark computes them) as its days or microseconds since the
+    epoch, both engines' alike."""
+    try:
+        return column.to_pylist()
+    except (OverflowError, ValueError):
+        import pyarrow as pa
+        width = pa.int32() if pa.types.is_date32(column.type) else pa.int64()
+        return column.cast(width).to_pylist()
+
+
 def _value_key(value):
     if isinstance(value, float):
         if value != value:
@@ -352,7 +364,7 @@ def shown(rows: list) -> list:
 
 
 def arrow_rows(table) -> list[tuple]:
-    columns = [column.to_pylist() for column in table.columns]
+    columns = [_values(column) for column in table.columns]
     return list(zip(*columns)) if columns else [() for _ in range(table.num_rows)]
 
 

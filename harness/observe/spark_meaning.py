@@ -10,7 +10,9 @@ proven by it on every version of the matrix):
   told;
 - months_between(a, b): Spark rounds to 8 digits unless told not to;
 - isnan(NULL): false in Spark, NULL in DuckDB;
-- locate(substr, str, pos): Spark gives 0 for a NULL or a non-positive start."""
+- locate(substr, str, pos): Spark gives 0 for a NULL or a non-positive start;
+- a negative typed literal (-9223372036854775808L, -128Y): sqlglot negates the cast of its
+  magnitude, which overflows the type; the sign goes inside the cast."""
 from __future__ import annotations
 
 DOW_UNITS = {"DOW", "DAYOFWEEK"}
@@ -39,6 +41,13 @@ def rewrite(tree):
             plain = node.copy()
             plain.set("roundoff", None)
             node.replace(exp.Round(this=plain, decimals=exp.Literal.number(8)))
+    for node in list(tree.find_all(exp.Neg)):
+        inner = node.this
+        if isinstance(inner, (exp.Cast, exp.TryCast)) and isinstance(inner.this, exp.Literal) \
+                and not inner.this.is_string:
+            signed = inner.copy()
+            signed.set("this", exp.Literal.number(f"-{inner.this.this}"))
+            node.replace(signed)
     for node in list(tree.find_all(exp.IsNan)):
         node.replace(exp.Coalesce(this=node.copy(), expressions=[exp.false()]))
     for node in list(tree.find_all(exp.StrPosition)):

@@ -11,6 +11,8 @@ pytest.importorskip("duckdb")
 
 ANY = {"9.9.0": {"ansi": ["off", "on"], "zones": ["UTC", "America/Los_Angeles"]}}
 ENTRIES = {"entries": [
+    *({"expression": "Literal", "inputs": [], "output": kind, "kind": "literal", "sql": ["NULL"], "verified": ANY}
+      for kind in ("int", "string", "double")),
     {"expression": "And", "inputs": ["boolean", "boolean"], "sql": ["{0} AND {1}"], "verified": ANY},
     {"expression": "EqualTo", "inputs": ["string", "string"], "sql": ["{0} = {1}"], "verified": ANY},
     {"expression": "EqualTo", "inputs": ["date", "date"], "sql": ["{0} = {1}"], "verified": ANY},
