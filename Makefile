@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 SCENARIO_WORKERS := -n auto
 export PYTEST_XDIST_AUTO_NUM_WORKERS = $(WORKERS)
 
-.PHONY: env run test unit docs scenarios bench bench-reference bench-grid bench-matrix bench-flakes bench-capture bench-partitions bench-cost bench-engine bench-workload matrix upgrade bisect merge accept diff flakes cluster-test connect-test test-browser clean
+.PHONY: env run test unit docs scenarios bench bench-reference bench-reference-alarms verify-reference bench-grid bench-matrix bench-flakes bench-capture bench-partitions bench-cost bench-engine bench-workload matrix upgrade bisect merge accept diff flakes cluster-test connect-test test-browser clean
 
 env: $(VENV)/.installed
 
@@ -55,6 +55,15 @@ bench-reference: env
 ## the harness against a plain PySpark script on a grid of 108 executed cases
 bench-grid: env
 	$(PY) bench/bench_grid.py
+
+## false alarms of the reference over generated compositions of its verified expressions
+## (QUERIES=, SEED=, ANSI=on|off)
+bench-reference-alarms: env
+	$(PY) bench/bench_reference_alarms.py --queries $(or $(QUERIES),500) --seed $(or $(SEED),1) --ansi $(or $(ANSI),off)
+
+## the verification suite of the reference's translations on VERSIONS (default: the installed one)
+verify-reference: env
+	$(PY) -m harness verify-reference $(VERSIONS) $(if $(WRITE),--write)
 
 ## the flake finder's cost per run against a normal run of the same items (PATHS=)
 bench-partitions: env

@@ -158,3 +158,20 @@ def test_an_entry_naming_a_class_this_spark_lacks_is_one_line_at_load(session, c
     gate.warn_missing_once(verified, session.spark._jvm, "9.9.9")
     gate.warn_missing_once(verified, session.spark._jvm, "9.9.9")  # once per version
     assert capsys.readouterr().err == "list.json: entry NoSuchThing: no such expression on Spark 9.9.9; ignored\n"
+
+
+def test_the_summary_counts_unverified_expressions_and_names_those_that_cost_most():
+    from harness.report.version_report import UNVERIFIED, reference_counts
+
+    def record(reference):
+        return {"observed": {"reference": reference}}
+    why = "upper(s) (Upper(string), line 1): its DuckDB translation is not verified"
+    records = [record({"engine": "DuckDB 2.0.1", "compared": False, "why": why, "unverified": "Upper(string)"}),
+               record({"engine": "DuckDB 2.0.1", "compared": False, "why": why, "unverified": "Upper(string)"}),
+               record({"engine": "DuckDB 2.0.1", "compared": False, "unverified": "First",
+                       "why": "first(k) (First(int)): first() picks the row that arrives first"}),
+               record({"engine": "DuckDB 2.0.1", "compared": True, "agrees": True})]
+    counts = reference_counts(records)
+    assert counts["compared"] == 1 and counts["not_compared"] == 3
+    assert counts["by_reason"][UNVERIFIED] == 2
+    assert counts["by_expression"] == {"Upper(string)": 2, "First": 1}
