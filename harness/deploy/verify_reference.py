@@ -40,7 +40,7 @@ def run_here(only: list[str], ansi_modes: list[str], zones: list[str], log=print
     import duckdb
     import sqlglot
     return {"version": spark.version, "engines": {"duckdb": duckdb.__version__, "sqlglot": sqlglot.__version__},
-            "results": {str(indices[i]): {f"{a} {z}": vars(o) for (a, z), o in by_conf.items()}
+            "results": {json.dumps(gate.entry_key(entries[i])): {f"{a} {z}": vars(o) for (a, z), o in by_conf.items()}
                         for i, by_conf in results.items()}}
 
 
@@ -94,6 +94,22 @@ def record(entry: dict, version: str, by_conf: dict, ansi_modes: list[str], zone
         runs.pop(version, None)
 
 
+def write_runs(runs: list[dict], ansi_modes: list[str], zones: list[str]) -> None:
+    """Record the runs in the list, read again under a lock just before it is written: runs
+    of several versions side by side each add their own."""
+    import fcntl
+    import tempfile
+    with open(Path(tempfile.gettempdir()) / "spark-join-harness-verified.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        verified = gate.VerifiedList.load()
+        by_key = {json.dumps(gate.entry_key(entry)): entry for entry in verified.data["entries"]}
+        for run in runs:
+            for key, by_conf in run["results"].items():
+                if key in by_key:
+                    record(by_key[key], run["version"], by_conf, ansi_modes, zones, run.get("engines"))
+        atomic_write_text(Path(verified.source), document_text(verified.data))
+
+
 def document_text(data: dict) -> str:
     """The list's text: one entry a line, so a new version reads as a small diff."""
     lines = [json.dumps(entry, ensure_ascii=False, sort_keys=False) for entry in data["entries"]]
@@ -114,24 +130,21 @@ def main(versions: list[str], only: list[str], ansi: str, zones: str, write: boo
     runs = [run_here(only, ansi_modes, zone_list, log)] if not versions else \
         [found for v in versions for found in [run_in_env(v, only, ansi_modes, zone_list, log)] if found]
     verified = gate.VerifiedList.load()
-    entries = verified.data["entries"]
-    regressions = agreed = total_cases = 0
+    by_key = {json.dumps(gate.entry_key(entry)): entry for entry in verified.data["entries"]}
+    regressions = 0
     for run in runs:
-        version = run["version"]
+        version, agreed, cases = run["version"], 0, 0
         log(f"== Spark {version}")
-        for index, by_conf in sorted(run["results"].items(), key=lambda kv: int(kv[0])):
-            entry = entries[int(index)]
+        for key, by_conf in run["results"].items():
+            entry = by_key[key]
             line, ok = describe(entry, by_conf)
             log(line)
             agreed += ok
-            total_cases += sum(o["cases"] for o in by_conf.values())
+            cases += sum(o["cases"] for o in by_conf.values())
             was = all(gate.verified_here(entry, version, m == "on", z) for m in ansi_modes for z in zone_list)
             regressions += was and not ok
-            if write:
-                record(entry, version, by_conf, ansi_modes, zone_list, run.get("engines"))
-        log(f"Spark {version}: {agreed} of {len(run['results'])} entries agreed over {total_cases} edge cases")
-        agreed = total_cases = 0
+        log(f"Spark {version}: {agreed} of {len(run['results'])} entries agreed over {cases} edge cases")
     if write:
-        atomic_write_text(Path(verified.source), document_text(verified.data))
+        write_runs(runs, ansi_modes, zone_list)
         log(f"wrote {verified.source}")
     return 1 if regressions and not write else 0

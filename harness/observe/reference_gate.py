@@ -155,6 +155,10 @@ def _input_readings(node) -> list[tuple]:
     return [plain] if sourced == plain else [sourced, plain]
 
 
+def _numbers(version: str) -> tuple:
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+
+
 def release_line(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
@@ -164,7 +168,7 @@ def verified_here(entry: dict, spark_version: str, ansi: bool, zone: str) -> boo
     line), in this ANSI mode and session time zone (an entry that agreed in UTC and in a
     zone with daylight saving holds in any zone)."""
     runs = entry.get("verified") or {}
-    run = runs.get(spark_version) or next((runs[v] for v in sorted(runs, reverse=True)
+    run = runs.get(spark_version) or next((runs[v] for v in sorted(runs, key=_numbers, reverse=True)
                                            if release_line(v) == release_line(spark_version)), None)
     if not run or ("on" if ansi else "off") not in run["ansi"]:
         return False

@@ -66,9 +66,22 @@ class Environment:
                      "plan_text": options.plan_text, "observe": options.observe,
                      "driver_memory": options.driver_memory, "engine": options.engine,
                      "driver_jvm_flags": observing_jvm_flags(options.driver_jvm_flags),
-                     "reference": getattr(options, "reference", "on")}
+                     "reference": getattr(options, "reference", "on"), "reference_engines": reference_engines()}
         return cls(spark=installed_pyspark(), java=java_version(), python=platform.python_version(),
                    faker=faker_version(), harness=harness_source(), session=digest(observing))
+
+
+def reference_engines() -> dict:
+    """The versions of what translates and answers the reference's queries: another DuckDB
+    or sqlglot may answer another way, so a stored observation of the reference is not reused."""
+    from importlib.metadata import PackageNotFoundError, version
+    found = {}
+    for name in ("duckdb", "sqlglot"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
 
 
 # Driver JVM flags that choose only how fast the JVM runs (its compilers, its collector,
