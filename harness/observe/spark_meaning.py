@@ -11,6 +11,8 @@ proven by it on every version of the matrix):
 - months_between(a, b): Spark rounds to 8 digits unless told not to;
 - isnan(NULL): false in Spark, NULL in DuckDB;
 - locate(substr, str, pos): Spark gives 0 for a NULL or a non-positive start;
+- date_add, date_sub and add_months: a date in Spark; DuckDB adds an INTERVAL and gives a
+  TIMESTAMP (a string cast of it grows ` 00:00:00`): cast back to a date;
 - a negative typed literal (-9223372036854775808L, -128Y): sqlglot negates the cast of its
   magnitude, which overflows the type; the sign goes inside the cast."""
 from __future__ import annotations
@@ -48,6 +50,8 @@ def rewrite(tree):
             signed = inner.copy()
             signed.set("this", exp.Literal.number(f"-{inner.this.this}"))
             node.replace(signed)
+    for node in list(tree.find_all(exp.TsOrDsAdd, exp.AddMonths)):
+        node.replace(exp.cast(node.copy(), exp.DataType.build("date")))
     for node in list(tree.find_all(exp.IsNan)):
         node.replace(exp.Coalesce(this=node.copy(), expressions=[exp.false()]))
     for node in list(tree.find_all(exp.StrPosition)):

@@ -92,6 +92,8 @@ def test_the_list_names_classes_spark_has_and_templates_that_analyse_to_their_en
     that very expression with those inputs."""
     spark = session.spark
     verified = gate.VerifiedList.load()
+    keys = [gate.entry_key(entry) for entry in verified.data["entries"]]
+    assert len(set(keys)) == len(keys)  # one entry per class, inputs and output
     missing = set(gate.missing_expressions(verified, spark._jvm))
     for entry in verified.data["entries"]:
         if entry["expression"] in missing:
