@@ -124,34 +124,18 @@ def verify_entry(spark, entry: dict) -> Outcome:
     columns = column_types(entry)
     for concrete in concrete_choices(columns):
         try:
-            arrow_edges = _edges(spark, columns, concrete)
+            edges = spark.sql(edge_sql(columns, concrete)).localCheckpoint()
         except Exception as exc:
             outcome.error = f"the edge table does not build: {reference._first_line(exc)}"
             return outcome
+        edges.createOrReplaceTempView("edges")
+        arrow_edges = reference.arrow_of(edges)
         for template in entry["sql"]:
             for group in ("g", "h") if entry.get("kind") == "aggregate" else ("g",):
                 _verify_template(spark, entry, template, concrete, arrow_edges, outcome, group)
                 if outcome.error:
                     return outcome
     return outcome
-
-
-_EDGES: dict = {}
-
-
-def _edges(spark, columns: list[str], concrete: dict):
-    """The edge table of these column types as the view `edges` and as Arrow, built once
-    per types, ANSI mode and time zone (a timestamp literal is read in the session's zone)."""
-    key = (id(spark), tuple(columns), tuple(sorted(concrete.items())), spark.conf.get("spark.sql.session.timeZone"),
-           spark.conf.get("spark.sql.ansi.enabled"))
-    if key not in _EDGES:
-        if len(_EDGES) > 64:
-            _EDGES.clear()
-        frame = spark.sql(edge_sql(columns, concrete)).localCheckpoint()
-        _EDGES[key] = (frame, reference.arrow_of(frame))
-    frame, arrow = _EDGES[key]
-    frame.createOrReplaceTempView("edges")
-    return arrow
 
 
 def _verify_template(spark, entry, template, concrete, arrow_edges, outcome: Outcome, group: str) -> None:
